@@ -1,0 +1,90 @@
+"""Timers whose expiry is an operation like any other (Kafka's CoordinatorTimer).
+
+A shard schedules `operation` under a key; scheduling the same key again replaces the earlier
+timer, so "reset this member's session deadline" is one call. When the deadline passes, the
+runtime runs the operation on the shard's partition, serialised with every other operation,
+and appends the records it returns. An operation must re-check the state it acts on: the
+state may have moved on since it was scheduled.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from coordinator.clock import ManualClock
+
+TimerOperation = Callable[[], Any]  # returns a coordinator Result
+
+
+class Timer(Protocol):
+    def schedule(self, key: Hashable, delay_ms: int, operation: TimerOperation) -> None: ...
+    def cancel(self, key: Hashable) -> None: ...
+    def is_scheduled(self, key: Hashable) -> bool: ...
+
+
+@dataclass(slots=True)
+class _Entry:
+    deadline: int
+    seq: int
+    key: Hashable
+    operation: TimerOperation
+    cancelled: bool = False
+
+
+@dataclass(slots=True)
+class ManualTimer:
+    """Deterministic timer for tests and simulations: fires only from `expired()`."""
+
+    clock: ManualClock
+    _heap: list[tuple[int, int, _Entry]] = field(default_factory=list)
+    _live: dict[Hashable, _Entry] = field(default_factory=dict)
+    _seq: itertools.count = field(default_factory=itertools.count)
+
+    def schedule(self, key: Hashable, delay_ms: int, operation: TimerOperation) -> None:
+        self.cancel(key)
+        entry = _Entry(self.clock.now_ms() + max(0, delay_ms), next(self._seq), key, operation)
+        self._live[key] = entry
+        heapq.heappush(self._heap, (entry.deadline, entry.seq, entry))
+
+    def cancel(self, key: Hashable) -> None:
+        entry = self._live.pop(key, None)
+        if entry is not None:
+            entry.cancelled = True
+
+    def cancel_all(self) -> None:
+        for entry in self._live.values():
+            entry.cancelled = True
+        self._live.clear()
+        self._heap.clear()
+
+    def is_scheduled(self, key: Hashable) -> bool:
+        return key in self._live
+
+    def deadline(self, key: Hashable) -> int | None:
+        entry = self._live.get(key)
+        return entry.deadline if entry else None
+
+    def next_deadline(self) -> int | None:
+        self._drop_cancelled()
+        return self._heap[0][0] if self._heap else None
+
+    def pop_expired(self) -> tuple[Hashable, TimerOperation] | None:
+        """The earliest due timer (deadline, then scheduling order), removed; None if none is due."""
+        self._drop_cancelled()
+        if not self._heap or self._heap[0][0] > self.clock.now_ms():
+            return None
+        _, _, entry = heapq.heappop(self._heap)
+        del self._live[entry.key]
+        return entry.key, entry.operation
+
+    def _drop_cancelled(self) -> None:
+        while self._heap and self._heap[0][2].cancelled:
+            heapq.heappop(self._heap)
+
+    @property
+    def keys(self) -> set[Hashable]:
+        return set(self._live)

@@ -1,0 +1,27 @@
+"""The domain (coordinator/, sharestate/) stays deterministic: no clocks, randomness, I/O or Ray."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FORBIDDEN = {"time", "asyncio", "random", "socket", "ray", "uvloop", "threading", "os", "datetime", "secrets"}
+FILES = sorted(p for d in ("coordinator", "sharestate") for p in (ROOT / d).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_domain_module_imports_nothing_impure(path):
+    tree = ast.parse(path.read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            imported.add(node.module.split(".")[0])
+    assert not imported & FORBIDDEN, f"{path.name} imports {sorted(imported & FORBIDDEN)}"
+    assert "cluster" not in imported, "the domain must not import the cluster layer"
+
+
+def test_there_is_a_domain_to_check():
+    assert len(FILES) >= 5

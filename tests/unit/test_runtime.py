@@ -1,0 +1,327 @@
+"""The coordinator runtime with a manual clock: ordering, group commit, write-then-respond,
+revert on a failed append, timers, parked requests, loading and epochs."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import pytest
+
+from cluster.log import FileOps, LogConfig, PartitionLog
+from cluster.runtime import (
+    CoordinatorRuntime,
+    LoadInProgress,
+    ManualWakeups,
+    NotCoordinator,
+    RuntimeConfig,
+    StorageError,
+)
+from coordinator.clock import ManualClock
+from coordinator.codec import Record, RecordCodec
+from coordinator.result import PARKED, Result
+
+TP = ("__test", 0)
+
+
+@dataclass(frozen=True, slots=True)
+class CounterKey:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class CounterValue:
+    value: int
+
+
+@dataclass(frozen=True, slots=True)
+class WaiterKey:
+    token: int
+
+
+@dataclass(frozen=True, slots=True)
+class WaiterValue:
+    name: str
+
+
+CODEC = RecordCodec("test")
+CODEC.register(CounterKey, CounterValue, name="Counter")
+CODEC.register(WaiterKey, WaiterValue, name="Waiter", transient=True)
+
+EXPIRY_MS = 1000
+
+
+class CounterShard:
+    """Counters that expire EXPIRY_MS after their last increment, and waiters released by name."""
+
+    def __init__(self, tp, clock, timer) -> None:
+        self.clock = clock
+        self.timer = timer
+        self.values: dict[str, int] = {}
+        self.waiters: dict[int, str] = {}
+
+    def replay(self, record: Record) -> None:
+        if isinstance(record.key, CounterKey):
+            if record.value is None:
+                self.values.pop(record.key.name, None)
+            else:
+                self.values[record.key.name] = record.value.value
+        elif isinstance(record.key, WaiterKey):
+            if record.value is None:
+                self.waiters.pop(record.key.token, None)
+            else:
+                self.waiters[record.key.token] = record.value.name
+        else:
+            raise TypeError(record)
+
+    def on_loaded(self) -> None:
+        for name in self.values:
+            self._arm(name)
+
+    def _arm(self, name: str) -> None:
+        self.timer.schedule(("expire", name), EXPIRY_MS, lambda: self.expire(name))
+
+    def incr(self, name: str) -> Result:
+        value = self.values.get(name, 0) + 1
+        self._arm(name)
+        return Result([Record(CounterKey(name), CounterValue(value))], value)
+
+    def get(self, name: str) -> Result:
+        return Result.of(self.values.get(name))
+
+    def expire(self, name: str) -> Result:
+        if name not in self.values:
+            return Result()
+        return Result([Record(CounterKey(name), None)])
+
+    def wait_for(self, name: str, token: int) -> Result:
+        return Result([Record(WaiterKey(token), WaiterValue(name))], PARKED)
+
+    def release(self, name: str) -> Result:
+        tokens = [t for t, n in self.waiters.items() if n == name]
+        return Result(
+            [Record(WaiterKey(t), None) for t in tokens],
+            len(tokens),
+            completions=[(t, f"released {name}") for t in tokens],
+        )
+
+    def boom(self) -> Result:
+        raise RuntimeError("bug in an operation")
+
+
+class GatedLog(PartitionLog):
+    """A log whose appends block until the test opens the gate, and that counts appends."""
+
+    gate: threading.Event
+    appends: int = 0
+
+    def append(self, batches, leader_epoch):
+        self.gate.wait(5)
+        type(self).appends += 1
+        return super().append(batches, leader_epoch)
+
+
+class FlakyOps(FileOps):
+    fail = False
+
+    def write(self, fd, data):
+        if FlakyOps.fail:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return super().write(fd, data)
+
+
+def make_runtime(tmp_path, *, clock=None, log_opener=None, compaction_records=10_000):
+    clock = clock or ManualClock(1_000_000)
+    return CoordinatorRuntime(
+        codec=CODEC,
+        shard_factory=CounterShard,
+        config=RuntimeConfig(
+            data_dir=tmp_path, log_config=LogConfig(compacted=True, segment_bytes=4096), compaction_records=compaction_records
+        ),
+        executor=ThreadPoolExecutor(2),
+        clock=clock,
+        wakeups=ManualWakeups(clock),
+        log_opener=log_opener,
+    )
+
+
+def op(fn, *args):
+    return lambda token: fn(*args)
+
+
+async def settle():
+    for _ in range(20):
+        await asyncio.sleep(0.005)
+
+
+def test_operations_answer_only_after_their_batch_is_appended_and_queued_ones_share_one_append(tmp_path):
+    async def main():
+        GatedLog.gate = threading.Event()
+        GatedLog.appends = 0
+        rt = make_runtime(tmp_path, log_opener=lambda path, cfg: GatedLog.open(path, cfg))
+        await rt.load(TP, 1)
+        shard = lambda: rt.shard(TP)  # noqa: E731
+        first = asyncio.ensure_future(rt.write(TP, 1, lambda t: shard().incr("a")))
+        await settle()
+        second = asyncio.ensure_future(rt.write(TP, 1, lambda t: shard().incr("a")))
+        third = asyncio.ensure_future(rt.write(TP, 1, lambda t: shard().incr("b")))
+        await settle()
+        # The first batch is still being written: nobody has an answer yet, not even the reader.
+        assert not first.done() and not second.done() and not third.done()
+        GatedLog.gate.set()
+        assert await first == 1
+        assert await second == 2 and await third == 1
+        # Two appends: the first operation's, then the two that queued meanwhile (group commit).
+        assert GatedLog.appends == 2
+        await rt.close()
+
+    asyncio.run(main())
+
+
+def test_failed_append_fails_the_batch_reverts_state_and_keeps_serving(tmp_path):
+    async def main():
+        rt = make_runtime(tmp_path, log_opener=lambda path, cfg: PartitionLog.open(path, cfg, FlakyOps()))
+        await rt.load(TP, 1)
+        shard = lambda: rt.shard(TP)  # noqa: E731
+        assert await rt.write(TP, 1, lambda t: shard().incr("a")) == 1
+        FlakyOps.fail = True
+        try:
+            with pytest.raises(StorageError):
+                await rt.write(TP, 1, lambda t: shard().incr("a"))
+        finally:
+            FlakyOps.fail = False
+        # The replayed-but-unwritten increment is gone: state is the last committed one.
+        assert await rt.write(TP, 1, lambda t: shard().get("a")) == 1
+        assert await rt.write(TP, 1, lambda t: shard().incr("a")) == 2
+        await rt.unload(TP)
+        await rt.load(TP, 2)
+        assert rt.shard(TP).values == {"a": 2}
+        await rt.close()
+
+    asyncio.run(main())
+
+
+def test_timer_expiry_is_an_operation_driven_by_the_manual_clock(tmp_path):
+    async def main():
+        clock = ManualClock(5_000)
+        rt = make_runtime(tmp_path, clock=clock)
+        await rt.load(TP, 1)
+        await rt.write(TP, 1, lambda t: rt.shard(TP).incr("a"))
+        rt.wakeups.advance(EXPIRY_MS - 1)
+        await settle()
+        assert rt.shard(TP).values == {"a": 1}
+        rt.wakeups.advance(1)
+        await settle()
+        assert rt.shard(TP).values == {}
+        # The expiry's tombstone was written: a reload agrees.
+        await rt.unload(TP)
+        await rt.load(TP, 2)
+        assert rt.shard(TP).values == {}
+        await rt.close()
+
+    asyncio.run(main())
+
+
+def test_load_replays_the_log_restarts_timers_and_fences_stale_epochs(tmp_path):
+    async def main():
+        rt = make_runtime(tmp_path)
+        await rt.load(TP, 1)
+        for name in ("a", "b", "a"):
+            await rt.write(TP, 1, lambda t, n=name: rt.shard(TP).incr(n))
+        await rt.close()
+
+        rt2 = make_runtime(tmp_path)
+        await rt2.load(TP, 2)
+        assert rt2.shard(TP).values == {"a": 2, "b": 1}
+        with pytest.raises(NotCoordinator):
+            await rt2.write(TP, 1, lambda t: rt2.shard(TP).get("a"))
+        with pytest.raises(NotCoordinator):
+            await rt2.write(("__test", 9), 2, lambda t: None)
+        # Timers restart from load time, not from when the records were written.
+        rt2.wakeups.advance(EXPIRY_MS)
+        await settle()
+        assert rt2.shard(TP).values == {}
+        await rt2.close()
+
+    asyncio.run(main())
+
+
+def test_requests_during_load_get_load_in_progress(tmp_path):
+    async def main():
+        opened = threading.Event()
+        release = threading.Event()
+
+        def slow_open(path, cfg):
+            opened.set()
+            release.wait(5)
+            return PartitionLog.open(path, cfg)
+
+        rt = make_runtime(tmp_path, log_opener=slow_open)
+        loading = asyncio.ensure_future(rt.load(TP, 1))
+        while not opened.is_set():
+            await asyncio.sleep(0.001)
+        with pytest.raises(LoadInProgress):
+            await rt.write(TP, 1, lambda t: None)
+        release.set()
+        await loading
+        assert await rt.write(TP, 1, lambda t: rt.shard(TP).get("x")) is None
+        await rt.close()
+
+    asyncio.run(main())
+
+
+def test_parked_requests_are_answered_by_a_later_operation(tmp_path):
+    async def main():
+        rt = make_runtime(tmp_path)
+        await rt.load(TP, 1)
+        waiters = [asyncio.ensure_future(rt.write(TP, 1, lambda t: rt.shard(TP).wait_for("x", t))) for _ in range(2)]
+        other = asyncio.ensure_future(rt.write(TP, 1, lambda t: rt.shard(TP).wait_for("y", t)))
+        await settle()
+        assert not any(w.done() for w in waiters)
+        assert await rt.write(TP, 1, lambda t: rt.shard(TP).release("x")) == 2
+        assert [await w for w in waiters] == ["released x", "released x"]
+        assert not other.done()
+        # Unloading answers what is still parked: the client must find the new coordinator.
+        await rt.unload(TP)
+        with pytest.raises(NotCoordinator):
+            await other
+
+    asyncio.run(main())
+
+
+def test_an_operation_that_raises_fails_alone(tmp_path):
+    async def main():
+        rt = make_runtime(tmp_path)
+        await rt.load(TP, 1)
+        ok1 = asyncio.ensure_future(rt.write(TP, 1, lambda t: rt.shard(TP).incr("a")))
+        bad = asyncio.ensure_future(rt.write(TP, 1, lambda t: rt.shard(TP).boom()))
+        ok2 = asyncio.ensure_future(rt.write(TP, 1, lambda t: rt.shard(TP).incr("a")))
+        assert await ok1 == 1
+        with pytest.raises(RuntimeError, match="bug"):
+            await bad
+        assert await ok2 == 2
+        await rt.close()
+
+    asyncio.run(main())
+
+
+def test_compaction_runs_after_enough_records_and_keeps_the_state(tmp_path):
+    async def main():
+        rt = make_runtime(tmp_path, compaction_records=50)
+        await rt.load(TP, 1)
+        for i in range(400):
+            await rt.write(TP, 1, lambda t, n=i % 3: rt.shard(TP).incr(f"k{n}"))
+        values = dict(rt.shard(TP).values)
+        size_before_reload = rt.partitions[TP].log.size_bytes
+        await rt.close()
+        rt2 = make_runtime(tmp_path)
+        await rt2.load(TP, 2)
+        assert rt2.shard(TP).values == values
+        # 400 records of ~40 bytes each would be far larger uncompacted.
+        assert size_before_reload < 400 * 40
+        await rt2.close()
+
+    asyncio.run(main())
