@@ -1,0 +1,56 @@
+"""Gateway actor: listens for Kafka clients (uvloop, as Ray runs async actors on it) and routes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ray
+
+from cluster.actors.common import ActorKind, identity, setup_logging, wait_forever
+from cluster.config import Config
+from cluster.gateway.gateway import Gateway
+from cluster.gateway.server import serve
+from cluster.leadership import Leadership
+
+
+@ray.remote
+class GatewayActor:
+    def __init__(self, node_id: int, host: str, port: int, config: Config, controller: Any) -> None:
+        setup_logging()
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.config = config
+        self.controller = controller
+        self.gateway: Gateway | None = None
+        self.server = None
+        self.stats = None
+
+    async def start(self, leadership: Leadership) -> tuple[str, int]:
+        self.gateway = Gateway(self.node_id, self.config, self.controller, leadership)
+        self.server, self.stats = await serve(
+            self.gateway.dispatch, self.host, self.port, self.config["socket.request.max.bytes"]
+        )
+        self.port = self.server.sockets[0].getsockname()[1]
+        return self.host, self.port
+
+    async def update_leadership(self, leadership: Leadership) -> None:
+        if self.gateway is not None:
+            self.gateway.router.update(leadership)
+
+    async def ping(self) -> bool:
+        return True
+
+    async def wait_forever(self) -> None:
+        await wait_forever()
+
+    async def info(self) -> dict[str, Any]:
+        out = {**identity(f"gateway-{self.node_id}", ActorKind.GATEWAY), "partitions": []}
+        if self.stats is not None:
+            out.update(connections=self.stats.connections, requests=self.stats.requests,
+                       closed_for_bad_input=self.stats.closed_for_bad_input)
+        return out
+
+    async def shutdown(self) -> None:
+        if self.server is not None:
+            self.server.close()

@@ -1,0 +1,211 @@
+"""Partition leader: the user-topic partitions one actor leads (Produce, Fetch, ListOffsets).
+
+`PartitionLeader` is the plain object (tests drive it directly); `PartitionLeaderActor` is the
+Ray shell. Every call names the leader epoch the gateway routed with: a partition this actor
+does not lead at that epoch answers NOT_LEADER_OR_FOLLOWER, and the gateway refreshes its map.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import ray
+from kio.schema.errors import ErrorCode
+
+from cluster.actors.common import ActorKind, identity, setup_logging, wait_forever
+from cluster.config import Config
+from cluster.log import FlushPolicy, LogConfig, PartitionLog
+from cluster.partition import FetchOutcome, ProduceOutcome, UserPartition
+
+TP = tuple[str, int]
+
+
+def user_log_config(config: Config) -> LogConfig:
+    return LogConfig(
+        segment_bytes=config["raygroups.log.segment.bytes"],
+        flush=FlushPolicy(config["raygroups.log.flush"]),
+    )
+
+
+class PartitionLeader:
+    def __init__(self, name: str, config: Config, data_dir: Path) -> None:
+        self.name = name
+        self.config = config
+        self.data_dir = Path(data_dir)
+        self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"{name}-io")
+        self.partitions: dict[TP, UserPartition] = {}
+        self._log_config = user_log_config(config)
+
+    # -- leadership -----------------------------------------------------------------------------
+
+    async def load(self, items: list[tuple[str, int, int]]) -> None:
+        async def load_one(topic: str, p: int, epoch: int) -> None:
+            current = self.partitions.get((topic, p))
+            if current is not None:
+                current.epoch = epoch  # re-elected here: the log is already open
+                return
+            path = self.data_dir / f"{topic}-{p}"
+            log = await self._run(PartitionLog.open, path, self._log_config)
+            self.partitions[(topic, p)] = UserPartition(
+                topic, p, epoch, log, self.executor, self.config["message.max.bytes"]
+            )
+
+        await asyncio.gather(*(load_one(*item) for item in items))
+
+    async def unload(self, items: list[TP]) -> None:
+        await asyncio.gather(*(self._close(tp) for tp in items))
+
+    async def delete(self, items: list[TP]) -> None:
+        """Close and remove the partitions' logs (DeleteTopics); also for partitions not loaded here."""
+        await self.unload(items)
+        for topic, p in items:
+            await self._run(shutil.rmtree, self.data_dir / f"{topic}-{p}", True)
+
+    async def _close(self, tp: TP) -> None:
+        partition = self.partitions.pop(tp, None)
+        if partition is not None:
+            await partition.close()
+
+    def led(self) -> list[dict[str, Any]]:
+        return [
+            {"topic": t, "partition": p, "epoch": part.epoch, "status": "active", "end_offset": part.log.end_offset}
+            for (t, p), part in sorted(self.partitions.items())
+        ]
+
+    # -- requests --------------------------------------------------------------------------------
+
+    def _leading(self, topic: str, p: int, epoch: int) -> UserPartition | None:
+        partition = self.partitions.get((topic, p))
+        if partition is None or partition.closed or partition.epoch != epoch:
+            return None
+        return partition
+
+    async def produce(self, items: list[tuple[str, int, int, bytes]]) -> list[ProduceOutcome]:
+        async def one(topic: str, p: int, epoch: int, records: bytes) -> ProduceOutcome:
+            partition = self._leading(topic, p, epoch)
+            if partition is None:
+                return ProduceOutcome(ErrorCode.not_leader_or_follower, message=f"{self.name} does not lead {topic}-{p}")
+            return await partition.produce(records)
+
+        return list(await asyncio.gather(*(one(*item) for item in items)))
+
+    async def fetch(
+        self,
+        items: list[tuple[str, int, int, int, int, int]],
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+    ) -> list[FetchOutcome]:
+        """items: (topic, partition, routing epoch, client's current leader epoch, offset, partition max bytes).
+
+        Returns as soon as min_bytes are available, an error is found, or max_wait_ms passes.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait_ms / 1000
+        while True:
+            outcomes, waiting_on = self._read_all(items, max_bytes)
+            available = sum(len(o.records) for o in outcomes)
+            remaining = deadline - loop.time()
+            failed = any(o.error_code != ErrorCode.none for o in outcomes)
+            if failed or available >= min_bytes or remaining <= 0 or not waiting_on:
+                return outcomes
+            waiters = [asyncio.ensure_future(event.wait()) for event in waiting_on]
+            try:
+                await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for w in waiters:
+                    w.cancel()
+
+    def _read_all(self, items: list[tuple[str, int, int, int, int, int]], max_bytes: int):
+        outcomes: list[FetchOutcome] = []
+        waiting_on: list[asyncio.Event] = []
+        budget = max_bytes
+        for topic, p, epoch, client_epoch, offset, partition_max in items:
+            partition = self._leading(topic, p, epoch)
+            if partition is None:
+                outcomes.append(FetchOutcome(ErrorCode.not_leader_or_follower))
+                continue
+            fenced = _check_client_epoch(client_epoch, partition.epoch)
+            if fenced is not None:
+                outcomes.append(FetchOutcome(fenced))
+                continue
+            # KIP-74: a read returns at least one whole batch, so the response may exceed max_bytes
+            # by the first batch; once the budget is spent, partitions report positions only.
+            outcome = partition.read(offset, min(partition_max, budget) if budget > 0 else 0)
+            budget -= len(outcome.records)
+            outcomes.append(outcome)
+            if outcome.error_code == ErrorCode.none and not outcome.records:
+                waiting_on.append(partition.data_appended)
+        return outcomes, waiting_on
+
+    async def list_offsets(self, items: list[tuple[str, int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+        """items: (topic, partition, routing epoch, client's current leader epoch, timestamp)
+        -> (error code, offset, timestamp, leader epoch)."""
+        out = []
+        for topic, p, epoch, client_epoch, timestamp in items:
+            partition = self._leading(topic, p, epoch)
+            if partition is None:
+                out.append((ErrorCode.not_leader_or_follower.value, -1, -1, -1))
+                continue
+            fenced = _check_client_epoch(client_epoch, partition.epoch)
+            if fenced is not None:
+                out.append((fenced.value, -1, -1, -1))
+                continue
+            offset, ts = partition.offset_for(timestamp)
+            out.append((ErrorCode.none.value, offset, ts, partition.epoch if offset >= 0 else -1))
+        return out
+
+    async def shutdown(self) -> None:
+        await self.unload(list(self.partitions))
+        self.executor.shutdown(wait=True)
+
+    async def _run(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+
+def _check_client_epoch(client_epoch: int, leader_epoch: int) -> ErrorCode | None:
+    """KIP-320: a client behind the leader's epoch is fenced; one ahead of it must wait."""
+    if client_epoch < 0 or client_epoch == leader_epoch:
+        return None
+    return ErrorCode.fenced_leader_epoch if client_epoch < leader_epoch else ErrorCode.unknown_leader_epoch
+
+
+@ray.remote
+class PartitionLeaderActor:
+    def __init__(self, name: str, config: Config, data_dir: str) -> None:
+        setup_logging()
+        self.leader = PartitionLeader(name, config, Path(data_dir))
+
+    async def ping(self) -> bool:
+        return True
+
+    async def wait_forever(self) -> None:
+        await wait_forever()
+
+    async def info(self) -> dict[str, Any]:
+        return {**identity(self.leader.name, ActorKind.PARTITION_LEADER), "partitions": self.leader.led()}
+
+    async def load(self, items: list[tuple[str, int, int]]) -> None:
+        await self.leader.load(items)
+
+    async def unload(self, items: list[TP]) -> None:
+        await self.leader.unload(items)
+
+    async def delete(self, items: list[TP]) -> None:
+        await self.leader.delete(items)
+
+    async def produce(self, items: list[tuple[str, int, int, bytes]]) -> list[ProduceOutcome]:
+        return await self.leader.produce(items)
+
+    async def fetch(self, items, max_wait_ms: int, min_bytes: int, max_bytes: int) -> list[FetchOutcome]:
+        return await self.leader.fetch(items, max_wait_ms, min_bytes, max_bytes)
+
+    async def list_offsets(self, items) -> list[tuple[int, int, int, int]]:
+        return await self.leader.list_offsets(items)
+
+    async def shutdown(self) -> None:
+        await self.leader.shutdown()

@@ -1,0 +1,210 @@
+"""The `raygroups` command (PROTOCOL.md §3).
+
+Exit codes: 0 success, 1 a check or experiment found a violation, 2 bad usage or configuration.
+Every error a user can cause is one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from cluster.admin_client import AdminError, admin_call
+from cluster.config import Config, ConfigError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Kafka group coordination (classic and share groups) on Ray actors.",
+)
+console = Console()
+err = Console(stderr=True)
+
+DEFAULT_BOOTSTRAP = os.environ.get("RAYGROUPS_BOOTSTRAP", "127.0.0.1:9092")
+BootstrapOption = typer.Option(DEFAULT_BOOTSTRAP, "--bootstrap", "-b", help="a gateway, host:port")
+
+
+def fail(message: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def load_config(pairs: list[str], config_file: Path | None, overrides: dict[str, Any]) -> Config:
+    try:
+        config = Config.load(pairs, config_file)
+    except ConfigError as exc:
+        fail(str(exc))
+    return config.with_overrides({k: v for k, v in overrides.items() if v is not None})
+
+
+@app.command()
+def up(
+    host: str = typer.Option("127.0.0.1", help="address the gateways listen on and advertise"),
+    port: int = typer.Option(9092, help="first gateway port (gateway i listens on port+i; 0 picks free ports)"),
+    gateways: Optional[int] = typer.Option(None, help="number of gateways (brokers as clients see them)"),
+    address: Optional[str] = typer.Option(None, help="join a running Ray cluster ('auto'), else start one"),
+    data_dir: Path = typer.Option(Path("raygroups-data"), help="where partition logs live; reused on restart"),
+    coordinators: Optional[int] = typer.Option(None, help="group coordinator actors"),
+    share_coordinators: Optional[int] = typer.Option(None, help="share coordinator actors"),
+    partition_leaders: Optional[int] = typer.Option(None, help="partition leader actors"),
+    config: list[str] = typer.Option([], "--config", "-c", help="name=value, Kafka names (repeatable)"),
+    config_file: Optional[Path] = typer.Option(None, help="server.properties-style file"),
+) -> None:
+    """Start a cluster and serve until SIGINT/SIGTERM; prints `READY host:port[,...]` when serving."""
+    cfg = load_config(
+        config,
+        config_file,
+        {
+            "raygroups.gateways": gateways,
+            "raygroups.coordinators": coordinators,
+            "raygroups.share.coordinators": share_coordinators,
+            "raygroups.partition.leaders": partition_leaders,
+        },
+    )
+    if port < 0 or port > 65535:
+        fail(f"--port must be 0..65535, got {port}")
+    from cluster.launcher import start_cluster
+
+    try:
+        cluster = start_cluster(cfg, data_dir, host=host, port=port, address=address)
+    except Exception as exc:
+        fail(f"cluster did not start: {_one_line(exc)}")
+    # After ray.init: Ray installs its own SIGTERM handler, which would kill us mid-shutdown.
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    print(f"READY {cluster.bootstrap}", flush=True)
+    err.print(f"[dim]data in {data_dir.resolve()}; Ctrl-C stops the cluster cleanly[/]")
+    seen = 0
+    try:
+        import ray
+
+        while not stop.wait(1.0):
+            try:
+                seen, events = ray.get(cluster.controller.events_since.remote(seen), timeout=5)
+            except Exception:
+                continue
+            for e in events:
+                stamp = time.strftime("%H:%M:%S", time.localtime(e["time"]))
+                err.print(f"[dim]{stamp}[/] [bold]{e['kind']}[/] {e['message']}", highlight=False)
+    finally:
+        err.print("stopping…")
+        cluster.stop()
+        err.print("stopped")
+
+
+def _admin(bootstrap: str, op: str, **args: Any) -> Any:
+    try:
+        return admin_call(bootstrap, op, **args)
+    except AdminError as exc:
+        fail(str(exc))
+
+
+def _actors_table(actors: list[dict[str, Any]]) -> Table:
+    table = Table(title="actors")
+    for col in ("name", "kind", "node", "alive", "partitions led", "detail"):
+        table.add_column(col)
+    for a in sorted(actors, key=lambda a: (a["kind"], a["name"])):
+        parts = a.get("partitions") or []
+        detail = a.get("address", "")
+        if a["kind"] == "gateway" and "connections" in a:
+            detail = f"{detail} conns={a['connections']} reqs={a['requests']}"
+        if a.get("error"):
+            detail = a["error"]
+        table.add_row(
+            a["name"],
+            a["kind"],
+            (a.get("node_id") or "")[:8],
+            "[green]yes[/]" if a["alive"] else "[red]dead[/]",
+            str(len(parts)),
+            detail,
+        )
+    return table
+
+
+@app.command()
+def actors(bootstrap: str = BootstrapOption) -> None:
+    """Every actor: name, kind, node, alive, partitions led."""
+    console.print(_actors_table(_admin(bootstrap, "actors")))
+
+
+@app.command()
+def status(bootstrap: str = BootstrapOption) -> None:
+    """The cluster at a glance: actors, nodes, leadership, topics."""
+    state = _admin(bootstrap, "status")
+    actor_list = _admin(bootstrap, "actors")
+    console.print(_actors_table(actor_list))
+    nodes = sorted({a.get("node_id") or "?" for a in actor_list if a["alive"]})
+    console.print(f"[bold]{len(nodes)}[/] Ray node(s): " + ", ".join(n[:8] for n in nodes))
+    topics = Table(title="topics")
+    for col in ("topic", "partitions", "internal", "leaders (actor: partitions)"):
+        topics.add_column(col)
+    by_topic: dict[str, dict[str, int]] = {}
+    for lead in state["leaders"]:
+        by_topic.setdefault(lead["topic"], {}).setdefault(lead["actor"], 0)
+        by_topic[lead["topic"]][lead["actor"]] += 1
+    for t in state["topics"]:
+        spread = ", ".join(f"{a}: {n}" for a, n in sorted(by_topic.get(t["name"], {}).items()))
+        topics.add_row(t["name"], str(t["partitions"]), "yes" if t["internal"] else "", spread or "[red]none[/]")
+    console.print(topics)
+    if state["events"]:
+        events = Table(title="recent events")
+        events.add_column("time")
+        events.add_column("event")
+        events.add_column("detail")
+        for e in state["events"][-10:]:
+            events.add_row(time.strftime("%H:%M:%S", time.localtime(e["time"])), e["kind"], e["message"])
+        console.print(events)
+
+
+@app.command()
+def kill(name: str = typer.Argument(..., help="actor name, as `raygroups actors` lists it"), bootstrap: str = BootstrapOption) -> None:
+    """Hard-kill one actor (as ray.kill); the controller fails its partitions over."""
+    _admin(bootstrap, "kill", name=name)
+    console.print(f"killed {name}")
+
+
+@app.command()
+def move(
+    topic: str,
+    partition: int,
+    actor: str,
+    bootstrap: str = BootstrapOption,
+) -> None:
+    """Move one partition's leadership to ACTOR by hand (new leader epoch)."""
+    epoch = _admin(bootstrap, "move", topic=topic, partition=partition, actor=actor)
+    console.print(f"{topic}-{partition} now led by {actor} at epoch {epoch}")
+
+
+@app.command()
+def demo(
+    records: int = typer.Option(2000, help="records to produce"),
+    out: Optional[Path] = typer.Option(None, help="run directory (a temporary one by default)"),
+) -> None:
+    """The main job, small: a real Kafka client against an embedded cluster, an actor killed mid-load."""
+    from loadtest.demo import run_demo
+
+    ok = run_demo(records=records, out=out, console=console)
+    raise typer.Exit(0 if ok else 1)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[-1] if text else type(exc).__name__
+
+
+def main() -> None:  # pragma: no cover - console script entry
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

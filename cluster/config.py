@@ -1,0 +1,166 @@
+"""Cluster configuration: Kafka's own names and defaults, plus raygroups.* (PROTOCOL.md §2).
+
+Given as `--config name=value` (repeatable) or a `server.properties`-style file
+(`--config-file F`); the command line wins over the file. An unknown name or a value that does
+not parse is a usage error (exit 2) with one clear line, never a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise ValueError(f"expected true or false, got {text!r}")
+
+
+def _choice(*options: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = text.strip().lower()
+        if value not in options:
+            raise ValueError(f"expected one of {', '.join(options)}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise ValueError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(f"expected a non-negative integer, got {text!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    name: str
+    default: Any
+    parse: Callable[[str], Any]
+    doc: str
+
+
+SETTINGS: dict[str, Setting] = {
+    s.name: s
+    for s in [
+        # classic groups (seed 000/002/004)
+        Setting("group.initial.rebalance.delay.ms", 3000, _non_negative, "InitialDelayedJoin delay for an Empty group"),
+        Setting("group.min.session.timeout.ms", 6000, _positive, "lowest session timeout a member may ask for"),
+        Setting("group.max.session.timeout.ms", 1_800_000, _positive, "highest session timeout a member may ask for"),
+        Setting("group.max.size", 2_147_483_647, _positive, "members per classic group"),
+        Setting("offsets.topic.num.partitions", 50, _positive, "partitions of __consumer_offsets"),
+        Setting("offsets.retention.minutes", 10080, _positive, "how long an Empty group's offsets are kept"),
+        Setting("offsets.retention.check.interval.ms", 600_000, _positive, "how often expired offsets are removed"),
+        Setting("offset.metadata.max.bytes", 4096, _positive, "largest commit metadata string"),
+        # share groups (seed 001)
+        Setting("share.coordinator.state.topic.num.partitions", 50, _positive, "partitions of __share_group_state"),
+        Setting("group.share.record.lock.duration.ms", 30_000, _positive, "acquisition lock duration"),
+        Setting("group.share.delivery.count.limit", 5, _positive, "deliveries before a record is archived"),
+        Setting("group.share.partition.max.record.locks", 2000, _positive, "in-flight records per share partition"),
+        Setting("group.share.max.size", 200, _positive, "members per share group"),
+        Setting("group.share.heartbeat.interval.ms", 5000, _positive, "heartbeat interval given to share members"),
+        Setting("group.share.session.timeout.ms", 45_000, _positive, "share member session timeout"),
+        Setting("group.share.max.share.sessions", 2000, _positive, "share sessions per gateway"),
+        Setting("group.share.initialize.retry.interval.ms", 30_000, _positive, "share-state initialization retry"),
+        Setting("share.coordinator.snapshot.update.records.per.snapshot", 500, _positive, "ShareUpdates between ShareSnapshots"),
+        # brokers and topics
+        Setting("socket.request.max.bytes", 104_857_600, _positive, "largest request frame a gateway reads"),
+        Setting("num.partitions", 1, _positive, "partitions of an auto-created topic"),
+        Setting("auto.create.topics.enable", True, _bool, "create unknown topics on Metadata requests"),
+        Setting("message.max.bytes", 1_048_588, _positive, "largest record batch a producer may send"),
+        Setting("delete.topic.enable", True, _bool, "allow DeleteTopics"),
+        # raygroups' own
+        Setting("raygroups.log.flush", "batch", _choice("batch", "none"),
+                "batch: fsync once per append batch; none: page cache only (survives a process kill, not a power loss)"),
+        Setting("raygroups.log.segment.bytes", 64 * 1024 * 1024, _positive, "segment size of user-topic logs"),
+        Setting("raygroups.coordinator.log.segment.bytes", 4 * 1024 * 1024, _positive, "segment size of internal logs"),
+        Setting("raygroups.coordinator.compaction.records", 20_000, _positive, "records appended between compactions"),
+        Setting("raygroups.log.tombstone.retention.ms", 86_400_000, _non_negative, "how long compaction keeps tombstones"),
+        Setting("raygroups.coordinators", 2, _positive, "group coordinator actors"),
+        Setting("raygroups.share.coordinators", 2, _positive, "share coordinator actors"),
+        Setting("raygroups.partition.leaders", 2, _positive, "partition leader actors"),
+        Setting("raygroups.gateways", 1, _positive, "gateways (Kafka brokers as clients see them)"),
+        Setting("raygroups.actor.replace", True, _bool, "start a replacement when an actor dies"),
+        Setting("raygroups.cluster.id", "raygroups", str, "cluster id shown in Metadata and DescribeCluster"),
+    ]
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self.values:
+            return self.values[name]
+        return SETTINGS[name].default
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> "Config":
+        return Config({**self.values, **overrides})
+
+    def explicit(self) -> dict[str, Any]:
+        return dict(self.values)
+
+    @staticmethod
+    def load(pairs: Iterable[str] = (), config_file: Path | None = None) -> "Config":
+        raw: dict[str, str] = {}
+        if config_file is not None:
+            raw.update(read_properties(config_file))
+        for pair in pairs:
+            name, sep, value = pair.partition("=")
+            if not sep:
+                raise ConfigError(f"--config expects name=value, got {pair!r}")
+            raw[name.strip()] = value.strip()
+        return Config(parse_values(raw))
+
+
+def parse_values(raw: Mapping[str, str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, text in raw.items():
+        setting = SETTINGS.get(name)
+        if setting is None:
+            raise ConfigError(f"unknown configuration {name!r} (see `raygroups up --help` and PROTOCOL.md §2)")
+        try:
+            values[name] = setting.parse(text)
+        except ValueError as exc:
+            raise ConfigError(f"bad value for {name}: {exc}") from None
+    return values
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """Java properties as Kafka's server.properties uses them: key=value or key: value, # or ! comments."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    out: dict[str, str] = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped[0] in "#!":
+            continue
+        for sep in ("=", ":"):
+            if sep in stripped:
+                name, _, value = stripped.partition(sep)
+                out[name.strip()] = value.strip()
+                break
+        else:
+            raise ConfigError(f"{path}:{lineno}: expected name=value")
+    return out

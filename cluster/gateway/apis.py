@@ -1,0 +1,165 @@
+"""The APIs the gateway speaks, their version ranges, and version-agnostic response building.
+
+ApiVersions advertises exactly `SUPPORTED` (PROTOCOL.md §1): every range here is implemented
+and exercised by tests. Request and response types come from kio, one class per version; the
+handlers work on plain dicts and `build()` turns them into the class of the negotiated version,
+dropping fields that version lacks and filling fields the handler left out with the schema's
+default, so one handler serves every version of its API.
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import functools
+import typing
+from dataclasses import MISSING, fields, is_dataclass
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
+
+
+class ApiKey(enum.IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_GROUPS = 42
+    CREATE_PARTITIONS = 37
+    DESCRIBE_CLUSTER = 60
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
+
+
+# raygroups' own operator API (status, actors, kill, move) rides the Kafka framing under a key
+# Kafka does not use; it is not advertised in ApiVersions and carries msgpack (PROTOCOL.md §1).
+ADMIN_API_KEY = 32000
+
+SUPPORTED: dict[int, tuple[int, int]] = {
+    ApiKey.PRODUCE: (3, 11),
+    ApiKey.FETCH: (4, 16),
+    ApiKey.LIST_OFFSETS: (1, 8),
+    ApiKey.METADATA: (1, 12),
+    ApiKey.FIND_COORDINATOR: (0, 6),
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (1, 6),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.DESCRIBE_CLUSTER: (0, 1),
+}
+
+
+def is_supported(api_key: int, api_version: int) -> bool:
+    bounds = SUPPORTED.get(api_key)
+    return bounds is not None and bounds[0] <= api_version <= bounds[1]
+
+
+@functools.cache
+def request_class(api_key: int, api_version: int) -> type:
+    return load_request_schema(api_key, api_version)
+
+
+@functools.cache
+def response_class(api_key: int, api_version: int) -> type:
+    return load_response_schema(api_key, api_version)
+
+
+def build_response(api_key: int, api_version: int, data: dict[str, Any]) -> Any:
+    return build(response_class(api_key, api_version), data)
+
+
+# -- dict -> kio entity ----------------------------------------------------------------------
+
+
+@functools.cache
+def _plan(cls: type) -> tuple[tuple[str, Any, str | None, Any], ...]:
+    """(name, type hint, kafka_type, default) per field of a kio entity class."""
+    hints = typing.get_type_hints(cls)
+    plan = []
+    for f in fields(cls):
+        if f.default is not MISSING:
+            default = f.default
+        elif f.default_factory is not MISSING:  # type: ignore[misc]
+            default = f.default_factory()  # type: ignore[misc]
+        else:
+            default = MISSING
+        plan.append((f.name, hints[f.name], f.metadata.get("kafka_type"), default))
+    return tuple(plan)
+
+
+_ZERO = {
+    "int8": 0, "int16": 0, "int32": 0, "int64": 0, "uint8": 0, "uint16": 0, "uint32": 0,
+    "uint64": 0, "float64": 0.0, "bool": False, "string": "", "bytes": b"", "records": None,
+    "uuid": None, "error_code": ErrorCode.none, "timedelta_i32": datetime.timedelta(0),
+    "timedelta_i64": datetime.timedelta(0),
+}
+
+
+def build(cls: type, data: dict[str, Any]) -> Any:
+    kwargs = {}
+    for name, hint, kafka_type, default in _plan(cls):
+        if name in data:
+            kwargs[name] = _coerce(hint, kafka_type, data[name])
+        elif default is not MISSING:
+            continue
+        else:
+            kwargs[name] = _zero(hint, kafka_type)
+    return cls(**kwargs)
+
+
+def _entity_of(hint: Any) -> tuple[type | None, bool]:
+    """(kio entity class, is_array) behind a field's type hint, or (None, is_array)."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is tuple:
+        inner = args[0]
+        return (inner if is_dataclass(inner) else None), True
+    if origin is typing.Union or type(hint).__name__ == "UnionType":
+        for arg in args:
+            if arg is not type(None):
+                return _entity_of(arg)
+    return (hint if is_dataclass(hint) else None), False
+
+
+def _coerce(hint: Any, kafka_type: str | None, value: Any) -> Any:
+    if value is None:
+        return None
+    entity, is_array = _entity_of(hint)
+    if entity is not None:
+        if is_array:
+            return tuple(v if isinstance(v, entity) else build(entity, v) for v in value)
+        return value if isinstance(value, entity) else build(entity, value)
+    if is_array:
+        return tuple(value)
+    if kafka_type == "error_code" and not isinstance(value, ErrorCode):
+        return ErrorCode(int(value))
+    if kafka_type in ("timedelta_i32", "timedelta_i64") and not isinstance(value, datetime.timedelta):
+        return datetime.timedelta(milliseconds=value)
+    return value
+
+
+def _zero(hint: Any, kafka_type: str | None) -> Any:
+    entity, is_array = _entity_of(hint)
+    if is_array:
+        return ()
+    if entity is not None:
+        return build(entity, {})
+    if kafka_type in _ZERO:
+        return _ZERO[kafka_type]
+    return None

@@ -1,0 +1,156 @@
+"""The server side of one Kafka client connection, sans I/O (after h11).
+
+Feed it the bytes a socket delivered; it returns events: a parsed request to route, or the
+decision to close the connection. It frames responses back into bytes. asyncio only moves
+bytes, so every malformed, partial or oversize frame is testable (and fuzzable) without sockets.
+
+Kafka's treatment of bad input (SocketServer / RequestContext, PROTOCOL.md §1):
+- a size prefix above socket.request.max.bytes (or negative) closes the connection before the
+  body is read;
+- a request whose header or body does not parse closes the connection;
+- an unknown API key, or a version outside the advertised range, closes the connection, except
+  ApiVersions: any version is accepted and a version we do not speak is answered as v0 with
+  UNSUPPORTED_VERSION and our ranges, so that the client can negotiate down (KIP-511).
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+
+from cluster.gateway.apis import ADMIN_API_KEY, ApiKey, build, is_supported, request_class, response_class
+
+_SIZE = struct.Struct(">i")
+_HEADER_PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id: fixed in every header version
+
+
+@dataclass(slots=True)
+class Request:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: Any  # a kio request entity; for ADMIN_API_KEY the raw msgpack bytes
+    size: int
+    # ApiVersions at a version we do not speak: answer as v0 with UNSUPPORTED_VERSION.
+    unsupported_api_versions: bool = False
+
+
+@dataclass(slots=True)
+class Close:
+    reason: str
+
+
+Event = Request | Close
+
+
+class ProtocolViolation(Exception):
+    pass
+
+
+class KafkaConnection:
+    def __init__(self, max_request_bytes: int = 104_857_600) -> None:
+        self.max_request_bytes = max_request_bytes
+        self._buffer = bytearray()
+        self.closed: str | None = None
+
+    def receive(self, data: bytes) -> list[Event]:
+        """Requests complete in the bytes received so far, in order; a Close ends the stream."""
+        if self.closed is not None:
+            return []
+        self._buffer += data
+        events: list[Event] = []
+        while len(self._buffer) >= 4:
+            (size,) = _SIZE.unpack_from(self._buffer, 0)
+            if size < 0 or size > self.max_request_bytes:
+                return events + [self._close(
+                    f"request size {size} is outside 0..socket.request.max.bytes ({self.max_request_bytes})"
+                )]
+            if len(self._buffer) < 4 + size:
+                break
+            frame = bytes(self._buffer[4 : 4 + size])
+            del self._buffer[: 4 + size]
+            try:
+                events.append(self._parse(frame))
+            except ProtocolViolation as exc:
+                return events + [self._close(str(exc))]
+        return events
+
+    def _close(self, reason: str) -> Close:
+        self.closed = reason
+        self._buffer.clear()
+        return Close(reason)
+
+    def _parse(self, frame: bytes) -> Request:
+        if len(frame) < _HEADER_PREFIX.size:
+            raise ProtocolViolation(f"request of {len(frame)} bytes is shorter than a request header")
+        api_key, api_version, correlation_id = _HEADER_PREFIX.unpack_from(frame, 0)
+        if api_key == ADMIN_API_KEY:
+            return self._parse_admin(frame, api_version, correlation_id)
+        if api_key == ApiKey.API_VERSIONS and not is_supported(api_key, api_version):
+            # KIP-511: the header still parses as v1/v2, but the body may be of a version we do not
+            # know, so it is not parsed at all; the answer is v0 with our ranges.
+            return Request(api_key, api_version, correlation_id, None, None, len(frame), True)
+        if not is_supported(api_key, api_version):
+            raise ProtocolViolation(
+                f"request api key {api_key} version {api_version} is not supported by this gateway"
+            )
+        cls = request_class(api_key, api_version)
+        try:
+            header, offset = entity_reader(cls.__header_schema__)(frame, 0)
+            body, _used = entity_reader(cls)(frame, offset)
+        except Exception as exc:  # kio raises several types for malformed input
+            raise ProtocolViolation(
+                f"malformed {ApiKey(api_key).name} v{api_version} request: {type(exc).__name__}: {exc}"
+            ) from None
+        # Like Kafka's parser, bytes after the body are ignored (librdkafka sends some on Metadata v12).
+        return Request(api_key, api_version, correlation_id, header.client_id, body, len(frame))
+
+    def _parse_admin(self, frame: bytes, api_version: int, correlation_id: int) -> Request:
+        # Header v1 layout (key, version, correlation id, nullable string client id), then msgpack.
+        if len(frame) < 10:
+            raise ProtocolViolation("admin request too short")
+        (client_len,) = struct.unpack_from(">h", frame, 8)
+        start = 10 + max(client_len, 0)
+        if start > len(frame):
+            raise ProtocolViolation("admin request header truncated")
+        client_id = frame[10:start].decode("utf-8", "replace") if client_len >= 0 else None
+        return Request(ADMIN_API_KEY, api_version, correlation_id, client_id, frame[start:], len(frame))
+
+
+def encode_response(request: Request, response: Any) -> bytes:
+    """Frame a kio response entity for request (header version per the response schema)."""
+    cls = type(response)
+    header_cls = cls.__header_schema__
+    buf = io.BytesIO()
+    buf.write(b"\0\0\0\0")
+    entity_writer(header_cls)(buf, header_cls(correlation_id=request.correlation_id))
+    entity_writer(cls)(buf, response)
+    data = buf.getbuffer()
+    _SIZE.pack_into(data, 0, len(data) - 4)
+    out = bytes(data)
+    del data
+    return out
+
+
+def encode_admin_response(request: Request, payload: bytes) -> bytes:
+    """Admin responses: response header v0 (correlation id) and a msgpack body."""
+    return _SIZE.pack(4 + len(payload)) + struct.pack(">i", request.correlation_id) + payload
+
+
+def unsupported_api_versions_response(supported: dict[int, tuple[int, int]]) -> Any:
+    cls = response_class(ApiKey.API_VERSIONS, 0)
+    return build(
+        cls,
+        {
+            "error_code": ErrorCode.unsupported_version,
+            "api_keys": [
+                {"api_key": k, "min_version": lo, "max_version": hi} for k, (lo, hi) in sorted(supported.items())
+            ],
+        },
+    )

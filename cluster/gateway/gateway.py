@@ -1,0 +1,45 @@
+"""One gateway: a Kafka broker as clients see it, routing every request to the actor concerned.
+
+`Gateway.dispatch` turns a parsed request into its response (or an awaitable of it); the
+handlers per API live in `handlers/` and get the gateway as their context.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from cluster.config import Config
+from cluster.gateway.apis import ADMIN_API_KEY, SUPPORTED, ApiKey
+from cluster.gateway.connection import Request, unsupported_api_versions_response
+from cluster.gateway.routing import Router
+from cluster.leadership import Leadership
+
+log = logging.getLogger(__name__)
+
+
+class Gateway:
+    def __init__(self, node_id: int, config: Config, controller: Any, leadership: Leadership) -> None:
+        from cluster.gateway.handlers import HANDLERS
+
+        self.node_id = node_id
+        self.config = config
+        self.controller = controller
+        self.router = Router(controller, leadership)
+        self._handlers: dict[int, Callable[[Gateway, Request], Any]] = HANDLERS
+
+    @property
+    def leadership(self) -> Leadership:
+        return self.router.leadership
+
+    def dispatch(self, request: Request) -> Any:
+        if request.unsupported_api_versions:
+            return unsupported_api_versions_response(SUPPORTED)
+        handler = self._handlers.get(request.api_key)
+        if handler is None:  # in SUPPORTED but no handler would be a bug: refuse loudly
+            raise RuntimeError(f"no handler for api key {request.api_key}")
+        return handler(self, request)
+
+
+__all__ = ["Gateway", "ApiKey", "ADMIN_API_KEY"]

@@ -1,0 +1,20 @@
+"""Handlers per API: `async def handle(gw, request) -> kio response | None`."""
+
+from __future__ import annotations
+
+from cluster.gateway.apis import ADMIN_API_KEY, ApiKey
+from cluster.gateway.handlers import admin, fetch, meta, produce, topics
+
+HANDLERS = {
+    ApiKey.API_VERSIONS: meta.api_versions,
+    ApiKey.METADATA: meta.metadata,
+    ApiKey.DESCRIBE_CLUSTER: meta.describe_cluster,
+    ApiKey.FIND_COORDINATOR: meta.find_coordinator,
+    ApiKey.CREATE_TOPICS: topics.create_topics,
+    ApiKey.DELETE_TOPICS: topics.delete_topics,
+    ApiKey.CREATE_PARTITIONS: topics.create_partitions,
+    ApiKey.PRODUCE: produce.produce,
+    ApiKey.FETCH: fetch.fetch,
+    ApiKey.LIST_OFFSETS: fetch.list_offsets,
+    ADMIN_API_KEY: admin.admin,
+}

@@ -1,0 +1,40 @@
+"""raygroups' operator API over the Kafka framing: status, actors, kill, move, events.
+
+Request body: msgpack {"op": name, "args": {...}}; response: msgpack {"ok": true, "result": ...}
+or {"ok": false, "error": "one line"}. Documented in PROTOCOL.md §1 (raygroups extension).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+
+
+async def admin(gw: Any, request: Any) -> bytes:
+    try:
+        message = msgpack.unpackb(request.body)
+        op = message["op"]
+        args = message.get("args") or {}
+    except Exception:
+        return msgpack.packb({"ok": False, "error": "malformed admin request"})
+    controller = gw.controller
+    try:
+        if op == "status":
+            result: Any = await controller.status.remote()
+            result["gateway"] = {"node_id": gw.node_id, "refreshes": gw.router.refreshes}
+        elif op == "actors":
+            result = await controller.actors_info.remote()
+        elif op == "kill":
+            result = await controller.kill.remote(args["name"])
+        elif op == "move":
+            result = await controller.move.remote(args["topic"], int(args["partition"]), args["actor"])
+        elif op == "events":
+            result = await controller.events_since.remote(int(args.get("since", 0)))
+        else:
+            return msgpack.packb({"ok": False, "error": f"unknown admin op {op!r}"})
+    except Exception as exc:  # KeyError from the controller carries the user-facing message
+        cause = getattr(exc, "cause", None) or exc
+        text = cause.args[0] if isinstance(cause, KeyError) and cause.args else str(cause).splitlines()[-1]
+        return msgpack.packb({"ok": False, "error": text})
+    return msgpack.packb({"ok": True, "result": result}, default=str)

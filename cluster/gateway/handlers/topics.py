@@ -1,0 +1,84 @@
+"""CreateTopics, DeleteTopics, CreatePartitions: forwarded to the controller, which owns topics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from cluster.gateway.apis import ApiKey, build_response
+from cluster.gateway.connection import Request
+from cluster.metadata import TopicSpec
+
+
+async def create_topics(gw: Any, request: Request) -> Any:
+    body = request.body
+    specs = []
+    for t in body.topics:
+        partitions = t.num_partitions if t.num_partitions != -1 else gw.config["num.partitions"]
+        if t.assignments:
+            # Manual replica assignment names brokers; raygroups places partitions on actors itself.
+            partitions = len(t.assignments)
+        configs = {c.name: c.value for c in t.configs if c.value is not None}
+        specs.append(TopicSpec(t.name, partitions, t.replication_factor, configs))
+    outcomes = await gw.controller.create_topics.remote(specs, bool(getattr(body, "validate_only", False)))
+    await gw.router.refresh()
+    return build_response(
+        ApiKey.CREATE_TOPICS,
+        request.api_version,
+        {
+            "topics": [
+                {
+                    "name": o.name,
+                    "topic_id": o.topic_id,
+                    "error_code": o.error_code,
+                    "error_message": o.message,
+                    "num_partitions": o.partitions,
+                    "replication_factor": 1 if o.error_code == ErrorCode.none else -1,
+                    "configs": None,
+                }
+                for o in outcomes
+            ]
+        },
+    )
+
+
+async def delete_topics(gw: Any, request: Request) -> Any:
+    body = request.body
+    if request.api_version >= 6:
+        names: list[str | None] = []
+        for t in body.topics:
+            if t.name is not None:
+                names.append(t.name)
+            else:
+                info = gw.leadership.topics_by_id.get(t.topic_id)
+                names.append(info.name if info else None)
+        topic_ids = [t.topic_id for t in body.topics]
+    else:
+        names = list(body.topic_names)
+        topic_ids = [None] * len(names)
+    known = [n for n in names if n is not None]
+    outcomes = {o.name: o for o in await gw.controller.delete_topics.remote(known)} if known else {}
+    await gw.router.refresh()
+    responses = []
+    for name, topic_id in zip(names, topic_ids):
+        if name is None:
+            responses.append(
+                {"name": None, "topic_id": topic_id, "error_code": ErrorCode.unknown_topic_id, "error_message": "unknown topic id"}
+            )
+            continue
+        o = outcomes[name]
+        responses.append(
+            {"name": name, "topic_id": o.topic_id or topic_id, "error_code": o.error_code, "error_message": o.message}
+        )
+    return build_response(ApiKey.DELETE_TOPICS, request.api_version, {"responses": responses})
+
+
+async def create_partitions(gw: Any, request: Request) -> Any:
+    body = request.body
+    results = []
+    for t in body.topics:
+        o = await gw.controller.create_partitions.remote(t.name, t.count, bool(body.validate_only))
+        results.append({"name": t.name, "error_code": o.error_code, "error_message": o.message})
+    await gw.router.refresh()
+    return build_response(ApiKey.CREATE_PARTITIONS, request.api_version, {"results": results})

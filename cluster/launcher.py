@@ -1,0 +1,75 @@
+"""Start and stop a raygroups cluster from a driver process (`raygroups up`, the demo, benchmarks)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cluster.config import Config
+
+CONTROLLER_NAME = "controller"
+
+
+@dataclass
+class RunningCluster:
+    addresses: list[str]
+    controller: Any
+    namespace: str
+    owns_ray: bool
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(self.addresses)
+
+    def stop(self) -> None:
+        import ray
+
+        try:
+            ray.get(self.controller.shutdown.remote(), timeout=60)
+        except Exception as exc:  # shutting down anyway; the logs are recoverable by design
+            logging.getLogger(__name__).warning("controller shutdown: %s", exc)
+        try:
+            ray.kill(self.controller, no_restart=True)
+        except Exception:
+            pass
+        if self.owns_ray:
+            ray.shutdown()
+
+
+def start_cluster(
+    config: Config,
+    data_dir: Path,
+    host: str = "127.0.0.1",
+    port: int = 9092,
+    address: str | None = None,
+) -> RunningCluster:
+    import ray
+
+    from cluster.actors.common import ACTOR_OPTIONS
+    from cluster.actors.controller import ControllerActor
+
+    namespace = config["raygroups.cluster.id"]
+    owns_ray = not ray.is_initialized()
+    if owns_ray:
+        os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+        ray.init(
+            address=address,
+            namespace=namespace,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+        )
+    controller = ControllerActor.options(name=CONTROLLER_NAME, namespace=namespace, **ACTOR_OPTIONS).remote(
+        config, str(Path(data_dir).resolve()), host, port, namespace
+    )
+    try:
+        addresses = ray.get(controller.start.remote())
+    except BaseException:
+        ray.kill(controller, no_restart=True)
+        if owns_ray:
+            ray.shutdown()
+        raise
+    return RunningCluster(addresses, controller, namespace, owns_ray)

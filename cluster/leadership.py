@@ -1,0 +1,36 @@
+"""The leadership map as the controller publishes it to gateways."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cluster.metadata import TopicInfo
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayAddress:
+    node_id: int
+    host: str
+    port: int
+
+
+@dataclass(slots=True)
+class Leadership:
+    version: int
+    cluster_id: str
+    gateways: list[GatewayAddress]
+    topics: dict[str, TopicInfo]
+    # (topic, partition) -> (actor name, leader epoch)
+    leaders: dict[tuple[str, int], tuple[str, int]]
+    handles: dict[str, Any] = field(default_factory=dict)
+    topics_by_id: dict[Any, TopicInfo] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.topics_by_id = {info.topic_id: info for info in self.topics.values()}
+
+    def broker_for(self, partition: int) -> int:
+        """The gateway clients are told leads a partition: spread, since any gateway serves any."""
+        if not self.gateways:
+            return -1
+        return self.gateways[partition % len(self.gateways)].node_id

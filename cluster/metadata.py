@@ -1,0 +1,223 @@
+"""The controller's durable state: topics (ids, partition counts, configs) and leader epochs.
+
+It runs on the coordinator runtime like any shard, on its own log `__cluster_metadata-0`, so
+topics survive restarts and leader epochs only ever grow, across restarts too (a client that
+cached an epoch is never told about an older one). Which actor leads a partition is not kept:
+actors are new after every start, and the controller spreads partitions afresh.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from coordinator.codec import Record, RecordCodec
+from coordinator.result import Result
+
+METADATA_TOPIC = "__cluster_metadata"
+CONSUMER_OFFSETS = "__consumer_offsets"
+SHARE_GROUP_STATE = "__share_group_state"
+INTERNAL_TOPICS = (CONSUMER_OFFSETS, SHARE_GROUP_STATE)
+
+_LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_NAME_LENGTH = 249
+
+
+@dataclass(frozen=True, slots=True)
+class TopicKey:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class TopicValue:
+    topic_id: uuid.UUID
+    partitions: int
+    internal: bool = False
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionEpochKey:
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionEpochValue:
+    leader_epoch: int
+
+
+CODEC = RecordCodec("cluster-metadata")
+CODEC.register(TopicKey, TopicValue, name="Topic")
+CODEC.register(PartitionEpochKey, PartitionEpochValue, name="PartitionEpoch")
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    internal: bool
+    configs: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    replication_factor: int = -1
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicOutcome:
+    name: str
+    error_code: ErrorCode
+    message: str | None = None
+    topic_id: uuid.UUID | None = None
+    partitions: int = -1
+
+
+def validate_topic_name(name: str) -> str | None:
+    """Kafka's Topic.validate: what is wrong with the name, or None."""
+    if not name:
+        return "topic name is empty"
+    if name in (".", ".."):
+        return "topic name cannot be '.' or '..'"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"topic name is longer than {MAX_NAME_LENGTH} characters"
+    if not _LEGAL_NAME.match(name):
+        return f"topic name {name!r} has characters other than ASCII alphanumerics, '.', '_' and '-'"
+    return None
+
+
+class ClusterMetadata:
+    def __init__(self, tp: Any = None, clock: Any = None, timer: Any = None) -> None:
+        self.topics: dict[str, TopicInfo] = {}
+        self.topic_names_by_id: dict[uuid.UUID, str] = {}
+        self.leader_epochs: dict[tuple[str, int], int] = {}
+
+    # -- replay ------------------------------------------------------------------------------
+
+    def replay(self, record: Record) -> None:
+        key = record.key
+        if isinstance(key, TopicKey):
+            old = self.topics.pop(key.name, None)
+            if old is not None:
+                self.topic_names_by_id.pop(old.topic_id, None)
+            if record.value is not None:
+                v: TopicValue = record.value
+                self.topics[key.name] = TopicInfo(key.name, v.topic_id, v.partitions, v.internal, dict(v.configs))
+                self.topic_names_by_id[v.topic_id] = key.name
+        elif isinstance(key, PartitionEpochKey):
+            if record.value is None:
+                self.leader_epochs.pop((key.topic, key.partition), None)
+            else:
+                self.leader_epochs[(key.topic, key.partition)] = record.value.leader_epoch
+        else:
+            raise TypeError(f"unexpected record {key!r}")
+
+    def on_loaded(self) -> None:
+        pass
+
+    # -- operations (pure: records + response) -------------------------------------------------
+
+    def create_topics(
+        self, specs: list[TopicSpec], validate_only: bool = False, max_replication_factor: int = 1
+    ) -> Result[list[TopicOutcome]]:
+        records: list[Record] = []
+        outcomes: list[TopicOutcome] = []
+        seen: set[str] = set()
+        for spec in specs:
+            problem = validate_topic_name(spec.name)
+            if problem:
+                outcomes.append(TopicOutcome(spec.name, ErrorCode.invalid_topic_exception, problem))
+                continue
+            if spec.name in self.topics or spec.name in seen:
+                outcomes.append(
+                    TopicOutcome(spec.name, ErrorCode.topic_already_exists, f"topic {spec.name!r} already exists")
+                )
+                continue
+            if spec.partitions <= 0:
+                outcomes.append(
+                    TopicOutcome(spec.name, ErrorCode.invalid_partitions, "number of partitions must be positive")
+                )
+                continue
+            if spec.replication_factor not in (-1, 1) and spec.replication_factor > max_replication_factor:
+                outcomes.append(
+                    TopicOutcome(
+                        spec.name,
+                        ErrorCode.invalid_replication_factor,
+                        f"replication factor {spec.replication_factor}: raygroups does not replicate "
+                        "topics yet (SPEC.md §7); use 1 or -1",
+                    )
+                )
+                continue
+            seen.add(spec.name)
+            topic_id = uuid.uuid4()
+            if not validate_only:
+                records.append(
+                    Record(TopicKey(spec.name), TopicValue(topic_id, spec.partitions, spec.name in INTERNAL_TOPICS, dict(spec.configs)))
+                )
+                records += self._epoch_records(spec.name, range(spec.partitions))
+            outcomes.append(TopicOutcome(spec.name, ErrorCode.none, None, topic_id, spec.partitions))
+        return Result(records=records, response=outcomes)
+
+    def delete_topics(self, names: list[str]) -> Result[list[TopicOutcome]]:
+        records: list[Record] = []
+        outcomes: list[TopicOutcome] = []
+        for name in names:
+            info = self.topics.get(name)
+            if info is None:
+                outcomes.append(TopicOutcome(name, ErrorCode.unknown_topic_or_partition, f"unknown topic {name!r}"))
+                continue
+            if info.internal:
+                outcomes.append(
+                    TopicOutcome(name, ErrorCode.invalid_topic_exception, f"internal topic {name!r} cannot be deleted")
+                )
+                continue
+            records.append(Record(TopicKey(name), None))
+            records += [Record(PartitionEpochKey(name, p), None) for p in range(info.partitions)]
+            outcomes.append(TopicOutcome(name, ErrorCode.none, None, info.topic_id, info.partitions))
+        return Result(records=records, response=outcomes)
+
+    def create_partitions(self, name: str, total: int, validate_only: bool = False) -> Result[TopicOutcome]:
+        info = self.topics.get(name)
+        if info is None:
+            return Result.of(TopicOutcome(name, ErrorCode.unknown_topic_or_partition, f"unknown topic {name!r}"))
+        if info.internal:
+            return Result.of(
+                TopicOutcome(name, ErrorCode.invalid_topic_exception, f"internal topic {name!r} cannot grow")
+            )
+        if total <= info.partitions:
+            return Result.of(
+                TopicOutcome(
+                    name,
+                    ErrorCode.invalid_partitions,
+                    f"topic has {info.partitions} partitions; the new count must be larger, got {total}",
+                )
+            )
+        records: list[Record] = []
+        if not validate_only:
+            records.append(Record(TopicKey(name), TopicValue(info.topic_id, total, info.internal, info.configs)))
+            records += self._epoch_records(name, range(info.partitions, total))
+        return Result(records=records, response=TopicOutcome(name, ErrorCode.none, None, info.topic_id, total))
+
+    def bump_epochs(self, partitions: list[tuple[str, int]]) -> Result[dict[tuple[str, int], int]]:
+        """A new leader epoch for each partition (leadership moved); returns the new epochs."""
+        records: list[Record] = []
+        epochs: dict[tuple[str, int], int] = {}
+        for topic, partition in partitions:
+            if topic not in self.topics:
+                continue
+            epoch = self.leader_epochs.get((topic, partition), -1) + 1
+            epochs[(topic, partition)] = epoch
+            records.append(Record(PartitionEpochKey(topic, partition), PartitionEpochValue(epoch)))
+        return Result(records=records, response=epochs)
+
+    def _epoch_records(self, topic: str, partitions: range) -> list[Record]:
+        return [Record(PartitionEpochKey(topic, p), PartitionEpochValue(0)) for p in partitions]
