@@ -26,8 +26,9 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Kafka group coordination (classic and share groups) on Ray actors.",
 )
-console = Console()
-err = Console(stderr=True)
+# Piped output (scripts, tests) is not cut at 80 columns.
+console = Console() if sys.stdout.isatty() else Console(width=200)
+err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=200)
 
 DEFAULT_BOOTSTRAP = os.environ.get("RAYGROUPS_BOOTSTRAP", "127.0.0.1:9092")
 BootstrapOption = typer.Option(DEFAULT_BOOTSTRAP, "--bootstrap", "-b", help="a gateway, host:port")

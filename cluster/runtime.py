@@ -202,12 +202,15 @@ class CoordinatorRuntime:
 
     # -- leadership ------------------------------------------------------------------------
 
-    async def load(self, tp: TopicPartition, epoch: int) -> None:
-        """Become leader of tp at epoch: replay its log, then serve it."""
+    async def load(self, tp: TopicPartition, epoch: int) -> str | None:
+        """Become leader of tp at epoch: replay its log, then serve it.
+
+        Returns what recovery had to cut from the log's tail, if anything (for the operator).
+        """
         current = self.partitions.get(tp)
         if current is not None:
             if current.epoch == epoch:
-                return
+                return None
             await self.unload(tp)
         partition = _Partition(
             tp=tp,
@@ -224,6 +227,8 @@ class CoordinatorRuntime:
             if self.partitions.get(tp) is partition:
                 del self.partitions[tp]
             raise
+        recovery = partition.log.recovery if partition.log is not None else None
+        return recovery.reason if recovery is not None and recovery.truncated else None
 
     async def unload(self, tp: TopicPartition) -> None:
         partition = self.partitions.pop(tp, None)

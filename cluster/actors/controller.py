@@ -93,7 +93,9 @@ class Controller:
 
     async def start(self) -> list[str]:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        await self.metadata.load(METADATA_TP, 0)
+        cut = await self.metadata.load(METADATA_TP, 0)
+        if cut:
+            self._event("log-recovered", f"{METADATA_TOPIC}-0: {cut}")
         await self._ensure_internal_topics()
         spawned = [
             self._spawn(kind)
@@ -289,6 +291,10 @@ class Controller:
         for name, result in zip(loads, results):
             if isinstance(result, BaseException):
                 log.error("%s failed to load its partitions: %s", name, result)
+                self._event("load-failed", f"{name} could not load its partitions: {result}")
+            else:
+                for line in result or ():
+                    self._event("log-recovered", line)
         self._event("leadership", f"{len(placement)} partitions placed ({reason})")
 
     # -- the map as gateways see it ------------------------------------------------------------------

@@ -49,8 +49,10 @@ class CoordinatorHost:
             executor=self.executor,
         )
 
-    async def load(self, items: list[tuple[str, int, int]]) -> None:
-        await asyncio.gather(*(self.runtime.load((topic, p), epoch) for topic, p, epoch in items))
+    async def load(self, items: list[tuple[str, int, int]]) -> list[str]:
+        """Load partitions; returns what log recovery cut, one line per partition that needed it."""
+        reports = await asyncio.gather(*(self.runtime.load((topic, p), epoch) for topic, p, epoch in items))
+        return [f"{t}-{p}: {r}" for (t, p, _), r in zip(items, reports) if r]
 
     async def unload(self, items: list[tuple[str, int]]) -> None:
         await asyncio.gather(*(self.runtime.unload(tp) for tp in items))

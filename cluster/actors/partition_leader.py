@@ -42,19 +42,22 @@ class PartitionLeader:
 
     # -- leadership -----------------------------------------------------------------------------
 
-    async def load(self, items: list[tuple[str, int, int]]) -> None:
-        async def load_one(topic: str, p: int, epoch: int) -> None:
+    async def load(self, items: list[tuple[str, int, int]]) -> list[str]:
+        """Open the partitions' logs; returns what recovery cut, one line per partition that needed it."""
+
+        async def load_one(topic: str, p: int, epoch: int) -> str | None:
             current = self.partitions.get((topic, p))
             if current is not None:
                 current.epoch = epoch  # re-elected here: the log is already open
-                return
+                return None
             path = self.data_dir / f"{topic}-{p}"
             log = await self._run(PartitionLog.open, path, self._log_config)
             self.partitions[(topic, p)] = UserPartition(
                 topic, p, epoch, log, self.executor, self.config["message.max.bytes"]
             )
+            return f"{topic}-{p}: {log.recovery.reason}" if log.recovery.truncated else None
 
-        await asyncio.gather(*(load_one(*item) for item in items))
+        return [r for r in await asyncio.gather(*(load_one(*item) for item in items)) if r]
 
     async def unload(self, items: list[TP]) -> None:
         await asyncio.gather(*(self._close(tp) for tp in items))
@@ -189,8 +192,8 @@ class PartitionLeaderActor:
     async def info(self) -> dict[str, Any]:
         return {**identity(self.leader.name, ActorKind.PARTITION_LEADER), "partitions": self.leader.led()}
 
-    async def load(self, items: list[tuple[str, int, int]]) -> None:
-        await self.leader.load(items)
+    async def load(self, items: list[tuple[str, int, int]]) -> list[str]:
+        return await self.leader.load(items)
 
     async def unload(self, items: list[TP]) -> None:
         await self.leader.unload(items)

@@ -32,8 +32,8 @@ class ShareCoordinatorActor:
     async def info(self) -> dict[str, Any]:
         return {**identity(self.host.name, self.host.kind), "partitions": self.host.led()}
 
-    async def load(self, items: list[tuple[str, int, int]]) -> None:
-        await self.host.load(items)
+    async def load(self, items: list[tuple[str, int, int]]) -> list[str]:
+        return await self.host.load(items)
 
     async def unload(self, items: list[tuple[str, int]]) -> None:
         await self.host.unload(items)
