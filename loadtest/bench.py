@@ -1,0 +1,226 @@
+"""Benchmarks: raygroups measured against a do-nothing Kafka responder in the same run.
+
+    python -m loadtest.bench produce-fetch [--records N]
+    python -m loadtest.bench api-roundtrips [--seconds S]
+
+Every figure is printed next to the same measurement against `loadtest.responder` (same client,
+same machine, same protocol code, no actors or logs), and as a ratio: absolute numbers depend on
+the machine, the ratio says what raygroups itself costs. Nothing here is a pass/fail test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0])
+console = Console()
+
+
+# -- the two systems under test --------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def responder(partitions: int) -> Iterator[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loadtest.responder", "--port", "0", "--partitions", str(partitions)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()
+        if not line.startswith("READY "):
+            raise RuntimeError("responder did not start")
+        yield line.split()[1]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@contextlib.contextmanager
+def raygroups(**settings: object) -> Iterator[str]:
+    from cluster.config import Config
+    from cluster.launcher import start_cluster
+
+    with tempfile.TemporaryDirectory(prefix="raygroups-bench-") as data:
+        with console.status("starting raygroups…"):
+            cluster = start_cluster(Config(dict(settings)), Path(data), port=0)
+        try:
+            yield cluster.bootstrap
+        finally:
+            with console.status("stopping raygroups…"):
+                cluster.stop()
+
+
+# -- produce / fetch ---------------------------------------------------------------------------------
+
+
+def produce_fetch_rates(bootstrap: str, topic: str, records: int, partitions: int, value_bytes: int) -> dict[str, float]:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)]).values():
+        future.result(30)
+    del admin
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "batch.num.messages": 100})
+    value = b"v" * value_bytes
+    acked = 0
+
+    def on_delivery(err, _msg) -> None:
+        nonlocal acked
+        if err is None:
+            acked += 1
+
+    start = time.perf_counter()
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, value=value, key=b"key-%06d" % i, partition=i % partitions, on_delivery=on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.01)
+        if i % 1000 == 0:
+            producer.poll(0)
+    producer.flush(120)
+    produce_s = time.perf_counter() - start
+    del producer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                         "fetch.wait.max.ms": 100})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got = 0
+    start = time.perf_counter()
+    deadline = start + 300
+    while got < records and time.perf_counter() < deadline:
+        for msg in consumer.consume(1000, 0.5):
+            if not msg.error():
+                got += 1
+    fetch_s = time.perf_counter() - start
+    consumer.close()
+    return {"acked": acked, "consumed": got, "produce_rps": acked / produce_s, "fetch_rps": got / fetch_s}
+
+
+@app.command("produce-fetch")
+def produce_fetch(
+    records: int = typer.Option(60_000, help="records per run (a multiple of 100 per partition)"),
+    partitions: int = 6,
+    value_bytes: int = 100,
+    json_out: Path | None = typer.Option(None, "--json", help="also write the figures here"),
+) -> None:
+    """Records/s produced (acks=all) and fetched by confluent-kafka, raygroups vs the responder."""
+    records -= records % (100 * partitions)
+    results = {}
+    with responder(partitions) as bootstrap:
+        with console.status(f"responder: producing and fetching {records} records…"):
+            results["responder"] = produce_fetch_rates(bootstrap, "bench", records, partitions, value_bytes)
+    with raygroups() as bootstrap:
+        with console.status(f"raygroups: producing and fetching {records} records…"):
+            results["raygroups"] = produce_fetch_rates(bootstrap, "bench", records, partitions, value_bytes)
+    table = Table(title=f"produce/fetch, {records} records of {value_bytes} B over {partitions} partitions")
+    for col in ("", "responder (limit)", "raygroups", "raygroups / responder"):
+        table.add_column(col, justify="right")
+    for key, label in (("produce_rps", "produced records/s (acks=all)"), ("fetch_rps", "fetched records/s")):
+        base, ours = results["responder"][key], results["raygroups"][key]
+        table.add_row(label, f"{base:,.0f}", f"{ours:,.0f}", f"{ours / base:.2f}")
+    console.print(table)
+    if json_out:
+        json_out.write_text(json.dumps(results, indent=2))
+
+
+# -- ApiVersions / Metadata round trips ---------------------------------------------------------------
+
+
+def _frame(api_key: int, version: int, body: object) -> bytes:
+    from kio.schema.request_header.v2.header import RequestHeader
+    from kio.serial import entity_writer
+
+    buf = io.BytesIO()
+    entity_writer(RequestHeader)(buf, RequestHeader(request_api_key=api_key, request_api_version=version,
+                                                    correlation_id=0, client_id="bench"))
+    entity_writer(type(body))(buf, body)
+    data = buf.getvalue()
+    return struct.pack(">i", len(data)) + data
+
+
+async def _round_trips(bootstrap: str, frame: bytes, seconds: float, connections: int) -> float:
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+
+    async def one() -> int:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        done = 0
+        deadline = time.perf_counter() + seconds
+        request = bytearray(frame)
+        while time.perf_counter() < deadline:
+            struct.pack_into(">i", request, 8, done)  # correlation id
+            writer.write(request)
+            size = struct.unpack(">i", await reader.readexactly(4))[0]
+            await reader.readexactly(size)
+            done += 1
+        writer.close()
+        return done
+
+    start = time.perf_counter()
+    counts = await asyncio.gather(*(one() for _ in range(connections)))
+    return sum(counts) / (time.perf_counter() - start)
+
+
+def api_rates(bootstrap: str, seconds: float, connections: int) -> dict[str, float]:
+    from kio.schema.api_versions.v3.request import ApiVersionsRequest
+    from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+
+    api_versions = _frame(18, 3, ApiVersionsRequest(client_software_name="bench", client_software_version="1"))
+    metadata = _frame(3, 12, MetadataRequest(topics=(MetadataRequestTopic(topic_id=None, name="bench-md"),),
+                                             allow_auto_topic_creation=True, include_topic_authorized_operations=False))
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic("bench-md", num_partitions=6, replication_factor=1)]).values():
+        future.result(30)
+    del admin
+    return {
+        "api_versions_rps": asyncio.run(_round_trips(bootstrap, api_versions, seconds, connections)),
+        "metadata_rps": asyncio.run(_round_trips(bootstrap, metadata, seconds, connections)),
+    }
+
+
+@app.command("api-roundtrips")
+def api_roundtrips(
+    seconds: float = 5.0,
+    connections: int = 8,
+    json_out: Path | None = typer.Option(None, "--json", help="also write the figures here"),
+) -> None:
+    """ApiVersions and Metadata round trips per second (sequential per connection), raygroups vs the responder."""
+    results = {}
+    with responder(6) as bootstrap:
+        with console.status("responder: round trips…"):
+            results["responder"] = api_rates(bootstrap, seconds, connections)
+    with raygroups() as bootstrap:
+        with console.status("raygroups: round trips…"):
+            results["raygroups"] = api_rates(bootstrap, seconds, connections)
+    table = Table(title=f"request round trips, {connections} connections × {seconds:g} s")
+    for col in ("", "responder (limit)", "raygroups", "raygroups / responder"):
+        table.add_column(col, justify="right")
+    for key, label in (("api_versions_rps", "ApiVersions/s"), ("metadata_rps", "Metadata (1 topic)/s")):
+        base, ours = results["responder"][key], results["raygroups"][key]
+        table.add_row(label, f"{base:,.0f}", f"{ours:,.0f}", f"{ours / base:.2f}")
+    console.print(table)
+    if json_out:
+        json_out.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    app()

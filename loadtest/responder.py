@@ -1,0 +1,166 @@
+"""A do-nothing Kafka-protocol responder: the baseline every benchmark divides by.
+
+It speaks the same protocol through the same sans-I/O connection and kio types as a gateway,
+in its own process, but stores nothing and calls nobody: Produce is acknowledged and dropped,
+Fetch hands back one canned batch re-stamped at the requested offset until the consumer has
+seen as many records as were produced. What a client achieves against it is the limit of the
+client, the protocol code and this machine; the ratio raygroups/responder is what our actors,
+Ray calls and logs cost.
+
+    python -m loadtest.responder --port 0      # prints READY host:port
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import uuid
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from cluster.gateway.apis import SUPPORTED, ApiKey, build_response
+from cluster.gateway.connection import Request, unsupported_api_versions_response
+from cluster.gateway.handlers.meta import api_versions
+from cluster.gateway.server import serve
+from cluster.recordbatch import assign_offset, encode_records, parse_header
+
+CANNED_RECORDS = 100
+
+
+class Responder:
+    def __init__(self, host: str, port: int, partitions: int) -> None:
+        self.host = host
+        self.port = port
+        self.partitions = partitions
+        self.topics: dict[str, uuid.UUID] = {}
+        self.end_offsets: dict[tuple[str, int], int] = {}
+        self.canned = encode_records([(i, b"key-%06d" % i, b"v" * 100) for i in range(CANNED_RECORDS)], 1_700_000_000_000)
+
+    def topic_id(self, name: str) -> uuid.UUID:
+        return self.topics.setdefault(name, uuid.uuid4())
+
+    def dispatch(self, request: Request) -> Any:
+        if request.unsupported_api_versions:
+            return unsupported_api_versions_response(SUPPORTED)
+        handler = {
+            ApiKey.API_VERSIONS: lambda r: api_versions(None, r),
+            ApiKey.METADATA: self.metadata,
+            ApiKey.PRODUCE: self.produce,
+            ApiKey.FETCH: self.fetch,
+            ApiKey.LIST_OFFSETS: self.list_offsets,
+            ApiKey.CREATE_TOPICS: self.create_topics,
+            ApiKey.FIND_COORDINATOR: self.find_coordinator,
+        }.get(request.api_key)
+        if handler is None:
+            raise RuntimeError(f"the responder does not answer api {request.api_key}")
+        return handler(request)
+
+    def _topic(self, name: str) -> dict[str, Any]:
+        return {
+            "error_code": ErrorCode.none,
+            "name": name,
+            "topic_id": self.topic_id(name),
+            "partitions": [
+                {"error_code": ErrorCode.none, "partition_index": p, "leader_id": 0, "leader_epoch": 0,
+                 "replica_nodes": [0], "isr_nodes": [0]}
+                for p in range(self.partitions)
+            ],
+        }
+
+    def metadata(self, request: Request) -> Any:
+        names = sorted(self.topics) if request.body.topics is None else [t.name for t in request.body.topics]
+        return build_response(
+            ApiKey.METADATA,
+            request.api_version,
+            {
+                "brokers": [{"node_id": 0, "host": self.host, "port": self.port}],
+                "cluster_id": "responder",
+                "controller_id": 0,
+                "topics": [self._topic(n) for n in names if n],
+            },
+        )
+
+    def find_coordinator(self, request: Request) -> Any:
+        me = {"node_id": 0, "host": self.host, "port": self.port, "error_code": ErrorCode.none, "error_message": None}
+        if request.api_version >= 4:
+            return build_response(ApiKey.FIND_COORDINATOR, request.api_version,
+                                  {"coordinators": [{"key": k, **me} for k in request.body.coordinator_keys]})
+        return build_response(ApiKey.FIND_COORDINATOR, request.api_version, me)
+
+    def create_topics(self, request: Request) -> Any:
+        for t in request.body.topics:
+            self.topic_id(t.name)
+        return build_response(
+            ApiKey.CREATE_TOPICS,
+            request.api_version,
+            {"topics": [{"name": t.name, "topic_id": self.topic_id(t.name), "error_code": ErrorCode.none,
+                         "num_partitions": self.partitions, "replication_factor": 1} for t in request.body.topics]},
+        )
+
+    def produce(self, request: Request) -> Any:
+        responses = []
+        for t in request.body.topic_data:
+            parts = []
+            for p in t.partition_data:
+                header = parse_header(p.records or b"")
+                key = (t.name, p.index)
+                base = self.end_offsets.get(key, 0)
+                self.end_offsets[key] = base + header.last_offset_delta + 1
+                parts.append({"index": p.index, "error_code": ErrorCode.none, "base_offset": base, "record_errors": []})
+            responses.append({"name": t.name, "partition_responses": parts})
+        if request.body.acks == 0:
+            return None
+        return build_response(ApiKey.PRODUCE, request.api_version, {"responses": responses})
+
+    def fetch(self, request: Request) -> Any:
+        by_id = {v: k for k, v in self.topics.items()}
+        responses = []
+        for t in request.body.topics:
+            name = by_id.get(t.topic_id) if request.api_version >= 13 else t.topic
+            parts = []
+            for p in t.partitions:
+                end = self.end_offsets.get((name, p.partition), 0)
+                records = b""
+                if p.fetch_offset + CANNED_RECORDS <= end:
+                    batch = bytearray(self.canned)
+                    assign_offset(batch, p.fetch_offset, 0)
+                    records = bytes(batch)
+                parts.append({"partition_index": p.partition, "error_code": ErrorCode.none, "high_watermark": end,
+                              "last_stable_offset": end, "log_start_offset": 0, "aborted_transactions": None,
+                              "preferred_read_replica": -1, "records": records})
+            responses.append({"topic": t.topic_id if request.api_version >= 13 else t.topic, "topic_id": t.topic_id
+                              if request.api_version >= 13 else None, "partitions": parts})
+        return build_response(ApiKey.FETCH, request.api_version, {"error_code": ErrorCode.none, "session_id": 0,
+                                                                 "responses": responses})
+
+    def list_offsets(self, request: Request) -> Any:
+        topics = []
+        for t in request.body.topics:
+            parts = []
+            for p in t.partitions:
+                end = self.end_offsets.get((t.name, p.partition_index), 0)
+                offset = 0 if p.timestamp == -2 else end
+                parts.append({"partition_index": p.partition_index, "error_code": ErrorCode.none, "offset": offset,
+                              "timestamp": -1, "leader_epoch": 0})
+            topics.append({"name": t.name, "partitions": parts})
+        return build_response(ApiKey.LIST_OFFSETS, request.api_version, {"topics": topics})
+
+
+async def main(host: str, port: int, partitions: int) -> None:
+    responder = Responder(host, port, partitions)
+    server, _ = await serve(responder.dispatch, host, port, 104_857_600)
+    responder.port = server.sockets[0].getsockname()[1]
+    print(f"READY {host}:{responder.port}", flush=True)
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--partitions", type=int, default=6)
+    args = parser.parse_args()
+    import uvloop
+
+    uvloop.run(main(args.host, args.port, args.partitions))
