@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,15 @@ def user_log_config(config: Config) -> LogConfig:
 
 
 class PartitionLeader:
-    def __init__(self, name: str, config: Config, data_dir: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        config: Config,
+        data_dir: Path,
+        log_opener: Callable[[Path, LogConfig], PartitionLog] = PartitionLog.open,
+    ) -> None:
         self.name = name
+        self._open_log = log_opener
         self.config = config
         self.data_dir = Path(data_dir)
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"{name}-io")
@@ -51,7 +59,7 @@ class PartitionLeader:
                 current.epoch = epoch  # re-elected here: the log is already open
                 return None
             path = self.data_dir / f"{topic}-{p}"
-            log = await self._run(PartitionLog.open, path, self._log_config)
+            log = await self._run(self._open_log, path, self._log_config)
             self.partitions[(topic, p)] = UserPartition(
                 topic, p, epoch, log, self.executor, self.config["message.max.bytes"]
             )

@@ -29,16 +29,13 @@ def batch(n: int, tag: str = "v") -> bytes:
 
 
 async def leader_with(tmp_path: Path, *partitions: tuple[str, int, int], file_ops: FileOps | None = None) -> PartitionLeader:
-    leader = PartitionLeader("partition-leader-0", Config({"message.max.bytes": 4096}), tmp_path)
-    if file_ops is not None:
-        original = PartitionLog.open
-        PartitionLog.open = classmethod(lambda cls, path, cfg, ops=None: original.__func__(cls, path, cfg, file_ops))
-        try:
-            await leader.load(list(partitions))
-        finally:
-            PartitionLog.open = original
-    else:
-        await leader.load(list(partitions))
+    leader = PartitionLeader(
+        "partition-leader-0",
+        Config({"message.max.bytes": 4096}),
+        tmp_path,
+        log_opener=lambda path, cfg: PartitionLog.open(path, cfg, file_ops),
+    )
+    await leader.load(list(partitions))
     return leader
 
 
