@@ -65,6 +65,19 @@ def raygroups(**settings: object) -> Iterator[str]:
                 cluster.stop()
 
 
+def report(title: str, results: dict[str, dict[str, float]], labels: dict[str, str], json_out: Path | None) -> None:
+    """One row per figure: the responder's, ours, and the ratio."""
+    table = Table(title=title)
+    for col in ("", "responder (limit)", "raygroups", "raygroups / responder"):
+        table.add_column(col, justify="right")
+    for key, label in labels.items():
+        base, ours = results["responder"][key], results["raygroups"][key]
+        table.add_row(label, f"{base:,.0f}", f"{ours:,.0f}", f"{ours / base:.2f}")
+    console.print(table)
+    if json_out:
+        json_out.write_text(json.dumps(results, indent=2))
+
+
 # -- produce / fetch ---------------------------------------------------------------------------------
 
 
@@ -130,15 +143,12 @@ def produce_fetch(
     with raygroups() as bootstrap:
         with console.status(f"raygroups: producing and fetching {records} records…"):
             results["raygroups"] = produce_fetch_rates(bootstrap, "bench", records, partitions, value_bytes)
-    table = Table(title=f"produce/fetch, {records} records of {value_bytes} B over {partitions} partitions")
-    for col in ("", "responder (limit)", "raygroups", "raygroups / responder"):
-        table.add_column(col, justify="right")
-    for key, label in (("produce_rps", "produced records/s (acks=all)"), ("fetch_rps", "fetched records/s")):
-        base, ours = results["responder"][key], results["raygroups"][key]
-        table.add_row(label, f"{base:,.0f}", f"{ours:,.0f}", f"{ours / base:.2f}")
-    console.print(table)
-    if json_out:
-        json_out.write_text(json.dumps(results, indent=2))
+    report(
+        f"produce/fetch, {records} records of {value_bytes} B over {partitions} partitions",
+        results,
+        {"produce_rps": "produced records/s (acks=all)", "fetch_rps": "fetched records/s"},
+        json_out,
+    )
 
 
 # -- ApiVersions / Metadata round trips ---------------------------------------------------------------
@@ -211,15 +221,12 @@ def api_roundtrips(
     with raygroups() as bootstrap:
         with console.status("raygroups: round trips…"):
             results["raygroups"] = api_rates(bootstrap, seconds, connections)
-    table = Table(title=f"request round trips, {connections} connections × {seconds:g} s")
-    for col in ("", "responder (limit)", "raygroups", "raygroups / responder"):
-        table.add_column(col, justify="right")
-    for key, label in (("api_versions_rps", "ApiVersions/s"), ("metadata_rps", "Metadata (1 topic)/s")):
-        base, ours = results["responder"][key], results["raygroups"][key]
-        table.add_row(label, f"{base:,.0f}", f"{ours:,.0f}", f"{ours / base:.2f}")
-    console.print(table)
-    if json_out:
-        json_out.write_text(json.dumps(results, indent=2))
+    report(
+        f"request round trips, {connections} connections × {seconds:g} s",
+        results,
+        {"api_versions_rps": "ApiVersions/s", "metadata_rps": "Metadata (1 topic)/s"},
+        json_out,
+    )
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from typing import Any
 
 from coordinator.codec import RecordCodec
 
-from cluster.actors.common import ActorKind
+from cluster.actors.common import ActorKind, identity, wait_forever
 from cluster.config import Config
 from cluster.log import FlushPolicy, LogConfig
 from cluster.runtime import CoordinatorRuntime, RuntimeConfig, ShardFactory
@@ -66,3 +66,27 @@ class CoordinatorHost:
     async def shutdown(self) -> None:
         await self.runtime.close()
         self.executor.shutdown(wait=True)
+
+
+class CoordinatorActorBody:
+    """What the group and share coordinator actors have in common (their Ray shells subclass it)."""
+
+    host: CoordinatorHost
+
+    async def ping(self) -> bool:
+        return True
+
+    async def wait_forever(self) -> None:
+        await wait_forever()
+
+    async def info(self) -> dict[str, Any]:
+        return {**identity(self.host.name, self.host.kind), "partitions": self.host.led()}
+
+    async def load(self, items: list[tuple[str, int, int]]) -> list[str]:
+        return await self.host.load(items)
+
+    async def unload(self, items: list[tuple[str, int]]) -> None:
+        await self.host.unload(items)
+
+    async def shutdown(self) -> None:
+        await self.host.shutdown()
