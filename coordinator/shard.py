@@ -1,29 +1,225 @@
-"""The group coordinator shard: everything one `__consumer_offsets` partition holds.
+"""The group coordinator shard: every group one `__consumer_offsets` partition holds (Kafka's GroupCoordinatorShard).
 
-Kafka's GroupCoordinatorShard. Operations return records and a response; `replay` is the
-only code that changes state, so loading a partition after failover is replaying its log.
+Operations take a request (and the request's token, for those that may park) and return a Result:
+records and a response. They never change state; `replay` does, for the records they return,
+exactly as it does when a partition is loaded after a failover. Timer expiries are operations too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from coordinator.classic import admin, heartbeat_leave, join, offsets, rebalance, sync
+from coordinator.classic.group import ClassicGroup, ClassicMember
+from coordinator.classic.messages import (
+    DeletedGroup,
+    DescribedGroup,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListedGroup,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    SyncGroupRequest,
+)
+from coordinator.classic.state import ClassicGroupState as S
 from coordinator.clock import Clock
 from coordinator.codec import Record
+from coordinator.config import GroupCoordinatorConfig
+from coordinator.records import ClassicGroupStateKey, GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue
+from coordinator.result import RequestToken, Result
 from coordinator.timer import Timer
+from coordinator.txn import Txn
+
+OFFSETS_CLEANUP_KEY = ("offsets-cleanup",)
 
 
 class GroupCoordinatorShard:
-    def __init__(self, tp: tuple[str, int], clock: Clock, timer: Timer) -> None:
+    def __init__(
+        self,
+        tp: tuple[str, int],
+        clock: Clock,
+        timer: Timer,
+        config: GroupCoordinatorConfig,
+        new_member_id: Callable[[str], str],
+    ) -> None:
         self.tp = tp
         self.clock = clock
         self.timer = timer
+        self.config = config
+        # Kafka: clientId (or group.instance.id) + "-" + a random UUID. Injected: tests pass a counter.
+        self.new_member_id = new_member_id
+        self.groups: dict[str, Any] = {}
+        self.offsets: dict[str, dict[tuple[str, int], OffsetCommitValue]] = {}
+
+    # -- classic group operations ----------------------------------------------------------------
+
+    def join_group(self, req: JoinGroupRequest, token: RequestToken) -> Result:
+        txn = Txn(self, token)
+        return txn.result(join.join_group(txn, req, token))
+
+    def sync_group(self, req: SyncGroupRequest, token: RequestToken) -> Result:
+        txn = Txn(self, token)
+        return txn.result(sync.sync_group(txn, req, token))
+
+    def heartbeat(self, req: HeartbeatRequest, token: RequestToken | None = None) -> Result:
+        txn = Txn(self, token)
+        return txn.result(heartbeat_leave.heartbeat(txn, req))
+
+    def leave_group(self, req: LeaveGroupRequest, token: RequestToken | None = None) -> Result:
+        txn = Txn(self, token)
+        return txn.result(heartbeat_leave.leave_group(txn, req))
+
+    def commit_offsets(self, req: OffsetCommitRequest, token: RequestToken | None = None) -> Result:
+        txn = Txn(self, token)
+        return txn.result(offsets.commit_offsets(txn, req))
+
+    def fetch_offsets(self, req: OffsetFetchRequest, token: RequestToken | None = None) -> Result:
+        txn = Txn(self, token)
+        return txn.result(offsets.fetch_offsets(txn, req))
+
+    def describe_groups(self, group_ids: tuple[str, ...], token: RequestToken | None = None) -> Result:
+        txn = Txn(self, token)
+        described: list[DescribedGroup] = [admin.describe_group(txn, g) for g in group_ids]
+        return txn.result(described)
+
+    def list_groups(
+        self, states: tuple[str, ...] = (), types: tuple[str, ...] = (), token: RequestToken | None = None
+    ) -> Result:
+        txn = Txn(self, token)
+        listed: list[ListedGroup] = admin.list_groups(txn, states, types)
+        return txn.result(listed)
+
+    def delete_groups(self, group_ids: tuple[str, ...], token: RequestToken | None = None) -> Result:
+        txn = Txn(self, token)
+        deleted: list[DeletedGroup] = [admin.delete_group(txn, g) for g in group_ids]
+        return txn.result(deleted)
+
+    # -- timer operations (scheduled by the operations above) ---------------------------------------
+
+    def _on_classic_group(self, group_id: str, action: Callable[[Txn, ClassicGroup], None]) -> Result:
+        txn = Txn(self)
+        if isinstance(self.groups.get(group_id), ClassicGroup):
+            action(txn, txn.edit(group_id))
+        return txn.result()
+
+    def expire_heartbeat(self, group_id: str, member_id: str) -> Result:
+        return self._on_classic_group(group_id, lambda txn, g: rebalance.expire_heartbeat(txn, g, member_id))
+
+    def complete_join_on_timeout(self, group_id: str) -> Result:
+        def complete(txn: Txn, group: ClassicGroup) -> None:
+            if group.is_in(S.PREPARING_REBALANCE):
+                rebalance.complete_join(txn, group)
+
+        return self._on_classic_group(group_id, complete)
+
+    def try_complete_initial_rebalance(self, group_id: str, delay_ms: int, remaining_ms: int) -> Result:
+        def attempt(txn: Txn, group: ClassicGroup) -> None:
+            if group.is_in(S.PREPARING_REBALANCE):
+                rebalance.try_complete_initial_rebalance(txn, group, delay_ms, remaining_ms)
+
+        return self._on_classic_group(group_id, attempt)
+
+    def expire_pending_sync(self, group_id: str, generation_id: int) -> Result:
+        return self._on_classic_group(group_id, lambda txn, g: rebalance.expire_pending_sync(txn, g, generation_id))
+
+    def cleanup_offsets(self) -> Result:
+        txn = Txn(self)
+        offsets.expire_offsets(txn)
+        self._schedule_offsets_cleanup()
+        return txn.result()
+
+    def _schedule_offsets_cleanup(self) -> None:
+        self.timer.schedule(OFFSETS_CLEANUP_KEY, self.config.offsets_retention_check_interval_ms, self.cleanup_offsets)
+
+    # -- replay (the only code that changes state) -------------------------------------------------
 
     def replay(self, record: Record) -> None:
-        raise TypeError(f"group coordinator cannot replay {type(record.key).__name__}")
+        key = record.key
+        if isinstance(key, OffsetCommitKey):
+            committed = self.offsets.setdefault(key.group_id, {})
+            if record.value is None:
+                committed.pop((key.topic, key.partition), None)
+                if not committed:
+                    del self.offsets[key.group_id]
+            else:
+                committed[(key.topic, key.partition)] = record.value
+                if key.group_id not in self.groups:
+                    # Offsets without group metadata: a simple group (Kafka creates it on replay too).
+                    self.groups[key.group_id] = ClassicGroup(key.group_id, state_timestamp=record.value.commit_timestamp)
+        elif isinstance(key, GroupMetadataKey):
+            if record.value is None:
+                self.groups.pop(key.group_id, None)
+            else:
+                self.groups[key.group_id] = group_from_record(key.group_id, record.value)
+        elif isinstance(key, ClassicGroupStateKey):
+            if record.value is None:
+                self.groups.pop(key.group_id, None)
+            else:
+                self.groups[key.group_id] = record.value
+        else:
+            raise TypeError(f"group coordinator cannot replay {type(key).__name__}")
 
     def on_loaded(self) -> None:
-        pass
+        """After load (and failover): every member's session restarts now, so live members keep
+        their generation with no rebalance (SPEC §1, Kafka's test_broker_failure)."""
+        for group in self.groups.values():
+            if isinstance(group, ClassicGroup):
+                for member in group.members.values():
+                    self.timer.schedule(
+                        rebalance.heartbeat_key(group.group_id, member.member_id),
+                        member.session_timeout_ms,
+                        lambda g=group.group_id, m=member.member_id: self.expire_heartbeat(g, m),
+                    )
+        self._schedule_offsets_cleanup()
 
-    def describe(self) -> dict[str, Any]:
-        return {}
+    # -- views for operators and tests ---------------------------------------------------------------
+
+    def durable_view(self) -> dict[str, Any]:
+        """What the log holds about each group: for comparing a live shard with one rebuilt by replay."""
+        view: dict[str, Any] = {"offsets": {g: dict(o) for g, o in self.offsets.items()}, "groups": {}}
+        for group_id, group in self.groups.items():
+            if isinstance(group, ClassicGroup):
+                view["groups"][group_id] = (
+                    group.state.value,
+                    group.generation_id,
+                    group.protocol_type or None,
+                    group.protocol_name,
+                    group.leader_id,
+                    tuple(
+                        (m.member_id, m.group_instance_id, m.session_timeout_ms, m.rebalance_timeout_ms,
+                         m.metadata(group.protocol_name), m.assignment)
+                        for m in group.members.values()
+                    ),
+                )
+        return view
+
+
+def group_from_record(group_id: str, value: GroupMetadataValue) -> ClassicGroup:
+    """Kafka's replay of GroupMetadata: Stable if it has members, else Empty."""
+    group = ClassicGroup(
+        group_id,
+        state=S.STABLE if value.members else S.EMPTY,
+        state_timestamp=value.current_state_timestamp,
+        generation_id=value.generation,
+        protocol_type=value.protocol_type or None,
+        protocol_name=value.protocol,
+    )
+    for m in value.members:
+        group.add(
+            ClassicMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout_ms=m.rebalance_timeout_ms if m.rebalance_timeout_ms >= 0 else m.session_timeout_ms,
+                session_timeout_ms=m.session_timeout_ms,
+                protocol_type=value.protocol_type,
+                protocols=((value.protocol or "", m.subscription),),
+                assignment=m.assignment,
+            )
+        )
+    group.leader_id = value.leader
+    return group
+

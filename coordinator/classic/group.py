@@ -1,0 +1,238 @@
+"""A classic group and its members, as the coordinator holds them (Kafka's ClassicGroup/ClassicGroupMember).
+
+Members are immutable: a change makes a new member (`dataclasses.replace`). A group is changed
+only on a private copy (`ClassicGroup.copy()`) that an operation then hands to replay, so the state
+the runtime serves never sees a half-done operation (SPEC §4: only replay changes state).
+
+What is durable of a group is what Kafka's GroupMetadata record holds (generation, protocol,
+leader, members with their subscription and assignment); the rest (who is parked in JoinGroup or
+SyncGroup, pending members, the rebalance in progress) is in memory only, as in Kafka, and is
+gone after a failover: clients rejoin.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+from coordinator.classic.state import ClassicGroupState
+from coordinator.result import RequestToken
+
+Protocols = tuple[tuple[str, bytes], ...]  # (name, metadata) in the member's order of preference
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: Protocols
+    assignment: bytes = b""
+    awaiting_join: RequestToken | None = None
+    awaiting_sync: RequestToken | None = None
+    is_new: bool = False
+
+    @property
+    def is_static(self) -> bool:
+        return self.group_instance_id is not None
+
+    @property
+    def is_awaiting_join(self) -> bool:
+        return self.awaiting_join is not None
+
+    @property
+    def is_awaiting_sync(self) -> bool:
+        return self.awaiting_sync is not None
+
+    def metadata(self, protocol: str | None) -> bytes:
+        for name, metadata in self.protocols:
+            if name == protocol:
+                return metadata
+        return b""
+
+    def matches(self, protocols: Protocols) -> bool:
+        """Same protocols, same metadata, same order: a rejoin that changes nothing."""
+        return self.protocols == protocols
+
+    def vote(self, candidates: set[str]) -> str:
+        for name, _ in self.protocols:
+            if name in candidates:
+                return name
+        raise ValueError(f"member {self.member_id} supports none of {sorted(candidates)}")
+
+    def has_satisfied_heartbeat(self) -> bool:
+        """Kafka: a new member can expire while parked; a known member parked in a rebalance cannot."""
+        if self.is_new:
+            return False
+        return self.is_awaiting_join or self.is_awaiting_sync
+
+
+@dataclass(slots=True)
+class ClassicGroup:
+    group_id: str
+    state: ClassicGroupState = ClassicGroupState.EMPTY
+    previous_state: ClassicGroupState | None = None
+    state_timestamp: int = -1
+    generation_id: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    members: dict[str, ClassicMember] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)  # group instance id -> member id
+    pending_join_members: set[str] = field(default_factory=set)  # got MEMBER_ID_REQUIRED, not back yet
+    pending_sync_members: set[str] = field(default_factory=set)  # joined this generation, not synced yet
+    new_member_added: bool = False  # extends the initial delayed join
+    supported_protocols: Counter = field(default_factory=Counter)  # protocol -> members supporting it
+    num_awaiting_join: int = 0
+
+    def copy(self) -> "ClassicGroup":
+        clone = replace(self)
+        clone.members = dict(self.members)
+        clone.static_members = dict(self.static_members)
+        clone.pending_join_members = set(self.pending_join_members)
+        clone.pending_sync_members = set(self.pending_sync_members)
+        clone.supported_protocols = Counter(self.supported_protocols)
+        return clone
+
+    # -- state -----------------------------------------------------------------------------------
+
+    def transition_to(self, target: ClassicGroupState, now: int) -> None:
+        self.state.validate_transition(target)
+        self.previous_state = self.state
+        self.state = target
+        self.state_timestamp = now
+
+    def is_in(self, *states: ClassicGroupState) -> bool:
+        return self.state in states
+
+    def can_rebalance(self) -> bool:
+        return self.state in (ClassicGroupState.STABLE, ClassicGroupState.COMPLETING_REBALANCE, ClassicGroupState.EMPTY)
+
+    # -- members ---------------------------------------------------------------------------------
+
+    def has_member(self, member_id: str) -> bool:
+        return member_id in self.members
+
+    def member(self, member_id: str) -> ClassicMember:
+        return self.members[member_id]
+
+    def is_leader(self, member_id: str) -> bool:
+        return self.leader_id == member_id
+
+    def is_pending_member(self, member_id: str) -> bool:
+        return member_id in self.pending_join_members
+
+    def static_member_id(self, group_instance_id: str | None) -> str | None:
+        return self.static_members.get(group_instance_id) if group_instance_id is not None else None
+
+    @property
+    def num_members(self) -> int:
+        return len(self.members)
+
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def has_all_members_joined(self) -> bool:
+        return len(self.members) == self.num_awaiting_join and not self.pending_join_members
+
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def not_yet_rejoined(self) -> list[ClassicMember]:
+        return [m for m in self.members.values() if not m.is_awaiting_join]
+
+    def put(self, member: ClassicMember) -> None:
+        """Add or replace a member, keeping the counters Kafka keeps alongside."""
+        old = self.members.get(member.member_id)
+        if old is not None:
+            self._uncount(old)
+        self.members[member.member_id] = member
+        self.supported_protocols.update(name for name, _ in member.protocols)
+        self.num_awaiting_join += member.is_awaiting_join
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
+
+    def _uncount(self, member: ClassicMember) -> None:
+        self.supported_protocols.subtract(name for name, _ in member.protocols)
+        self.supported_protocols += Counter()  # drop zero counts
+        self.num_awaiting_join -= member.is_awaiting_join
+
+    def add(self, member: ClassicMember) -> None:
+        if member.group_instance_id is not None and member.group_instance_id in self.static_members:
+            raise ValueError(f"instance id {member.group_instance_id} is owned by another member")
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        self.put(member)
+        self.pending_join_members.discard(member.member_id)
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+
+    def remove(self, member_id: str) -> ClassicMember | None:
+        removed = self.members.pop(member_id, None)
+        if removed is not None:
+            self._uncount(removed)
+            if removed.group_instance_id is not None:
+                self.static_members.pop(removed.group_instance_id, None)
+        if self.leader_id == member_id:
+            # Kafka takes the next member of its map; insertion order makes ours deterministic.
+            self.leader_id = next(iter(self.members), None)
+        self.pending_join_members.discard(member_id)
+        self.pending_sync_members.discard(member_id)
+        return removed
+
+    def maybe_elect_new_joined_leader(self) -> bool:
+        """Keep the leader if it rejoined, else promote the first member that did; False if none did."""
+        if self.leader_id is None:
+            return False
+        if self.members[self.leader_id].is_awaiting_join:
+            return True
+        for member in self.members.values():
+            if member.is_awaiting_join:
+                self.leader_id = member.member_id
+                return True
+        return False
+
+    # -- protocols -------------------------------------------------------------------------------
+
+    def candidate_protocols(self) -> set[str]:
+        return {name for name, count in self.supported_protocols.items() if count == len(self.members)}
+
+    def supports_protocols(self, protocol_type: str, protocols: Protocols) -> bool:
+        if self.state is ClassicGroupState.EMPTY:
+            return bool(protocol_type) and bool(protocols)
+        return self.protocol_type == protocol_type and any(
+            self.supported_protocols.get(name, 0) == len(self.members) for name, _ in protocols
+        )
+
+    def select_protocol(self) -> str:
+        """Each member votes for its most preferred protocol that all members support; most votes wins.
+
+        Kafka breaks ties by hash-map order; we break them by the order of first vote, which is
+        the members' join order, so the choice is deterministic.
+        """
+        candidates = self.candidate_protocols()
+        votes: Counter[str] = Counter(m.vote(candidates) for m in self.members.values())
+        return max(votes, key=lambda name: votes[name])
+
+    def current_members_metadata(self) -> tuple[tuple[str, str | None, bytes], ...]:
+        """What the leader's JoinGroup response lists: (member id, instance id, metadata)."""
+        return tuple(
+            (m.member_id, m.group_instance_id, m.metadata(self.protocol_name)) for m in self.members.values()
+        )
+
+    def assignment_of(self) -> dict[str, bytes]:
+        return {m.member_id: m.assignment for m in self.members.values()}
+
+    def init_next_generation(self, now: int) -> None:
+        self.generation_id += 1
+        if self.members:
+            self.protocol_name = self.select_protocol()
+            self.transition_to(ClassicGroupState.COMPLETING_REBALANCE, now)
+        else:
+            self.protocol_name = None
+            self.transition_to(ClassicGroupState.EMPTY, now)
+        self.pending_sync_members.clear()

@@ -1,0 +1,98 @@
+"""Heartbeat and LeaveGroup (seed 000 §5, §7.2).
+
+Heartbeat by state: Empty -> UNKNOWN_MEMBER_ID; PreparingRebalance -> refresh the session,
+REBALANCE_IN_PROGRESS (rejoin); CompletingRebalance -> REBALANCE_IN_PROGRESS (SPEC.md §2, as the
+seed's coordinator answers; Kafka 4.x answers NONE here and refreshes the session); Stable ->
+refresh the session, NONE.
+
+LeaveGroup removes members (by member id, or by group.instance.id with an unknown member id, as
+admin tools do); Stable | CompletingRebalance -> PreparingRebalance; PreparingRebalance -> try to
+complete the join phase; the last member gone -> Empty.
+"""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from coordinator.classic.group import ClassicGroup
+from coordinator.classic.join import validate_member
+from coordinator.classic.messages import (
+    UNKNOWN_MEMBER_ID,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    LeftMember,
+)
+from coordinator.classic.rebalance import (
+    complete_join_future,
+    heartbeat_key,
+    maybe_complete_join_phase,
+    maybe_prepare_rebalance_or_complete_join,
+    reschedule_heartbeat,
+)
+from coordinator.classic.state import ClassicGroupState as S
+from coordinator.txn import Txn
+
+
+def heartbeat(txn: Txn, req: HeartbeatRequest) -> HeartbeatResponse:
+    group = txn.group(req.group_id)
+    if not isinstance(group, ClassicGroup):
+        return HeartbeatResponse(ErrorCode.unknown_member_id)
+    if group.is_in(S.DEAD):
+        return HeartbeatResponse(ErrorCode.coordinator_not_available)
+    error = validate_member(group, req.member_id, req.group_instance_id)
+    if error is not None:
+        return HeartbeatResponse(error)
+    if req.generation_id != group.generation_id:
+        return HeartbeatResponse(ErrorCode.illegal_generation)
+    if group.is_in(S.EMPTY):
+        return HeartbeatResponse(ErrorCode.unknown_member_id)
+    if group.is_in(S.COMPLETING_REBALANCE):
+        return HeartbeatResponse(ErrorCode.rebalance_in_progress)
+    # A heartbeat only moves the member's session deadline: a timer, not state.
+    reschedule_heartbeat(txn, group, req.member_id)
+    if group.is_in(S.PREPARING_REBALANCE):
+        return HeartbeatResponse(ErrorCode.rebalance_in_progress)
+    return HeartbeatResponse(ErrorCode.none)
+
+
+def leave_group(txn: Txn, req: LeaveGroupRequest) -> LeaveGroupResponse:
+    current = txn.group(req.group_id)
+    if not isinstance(current, ClassicGroup):
+        return LeaveGroupResponse(ErrorCode.unknown_member_id)
+    if current.is_in(S.DEAD):
+        return LeaveGroupResponse(ErrorCode.coordinator_not_available)
+    group = txn.edit(req.group_id)
+    answers: list[LeftMember] = []
+    for leaving in req.members:
+        if leaving.member_id == UNKNOWN_MEMBER_ID:
+            static_id = group.static_member_id(leaving.group_instance_id)
+            if static_id is None:
+                answers.append(LeftMember(leaving.member_id, leaving.group_instance_id, ErrorCode.unknown_member_id))
+                continue
+            _remove_current_member(txn, group, static_id)
+        elif group.is_pending_member(leaving.member_id):
+            group.remove(leaving.member_id)
+            txn.timer.cancel(heartbeat_key(group.group_id, leaving.member_id))
+        else:
+            error = validate_member(group, leaving.member_id, leaving.group_instance_id)
+            if error is not None:
+                answers.append(LeftMember(leaving.member_id, leaving.group_instance_id, error))
+                continue
+            _remove_current_member(txn, group, leaving.member_id)
+        answers.append(LeftMember(leaving.member_id, leaving.group_instance_id, ErrorCode.none))
+
+    if any(a.error_code == ErrorCode.none for a in answers):
+        if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
+            maybe_prepare_rebalance_or_complete_join(txn, group, "members left the group")
+        elif group.is_in(S.PREPARING_REBALANCE):
+            maybe_complete_join_phase(txn, group)
+    return LeaveGroupResponse(ErrorCode.none, tuple(answers))
+
+
+def _remove_current_member(txn: Txn, group: ClassicGroup, member_id: str) -> None:
+    txn.timer.cancel(heartbeat_key(group.group_id, member_id))
+    complete_join_future(txn, group, member_id, JoinGroupResponse(ErrorCode.unknown_member_id, UNKNOWN_MEMBER_ID))
+    group.remove(member_id)

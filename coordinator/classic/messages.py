@@ -1,0 +1,191 @@
+"""Requests and responses of the classic group APIs, independent of the wire version.
+
+The gateway turns every version of JoinGroup, SyncGroup, ... into these and back; the coordinator
+sees one shape per API, as Kafka's coordinator sees one *RequestData per API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kio.schema.errors import ErrorCode
+
+from coordinator.classic.group import Protocols
+
+UNKNOWN_MEMBER_ID = ""
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupRequest:
+    group_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: Protocols
+    client_id: str = ""
+    client_host: str = ""
+    reason: str | None = None
+    # v4+: a new dynamic member must first learn its id (MEMBER_ID_REQUIRED); v9+: skip assignment.
+    requires_known_member_id: bool = True
+    supports_skip_assignment: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupResponse:
+    error_code: ErrorCode
+    member_id: str = UNKNOWN_MEMBER_ID
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    skip_assignment: bool = False
+    members: tuple[JoinGroupMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SyncGroupRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str | None
+    protocol_name: str | None
+    assignments: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SyncGroupResponse:
+    error_code: ErrorCode
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResponse:
+    error_code: ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class LeavingMember:
+    member_id: str
+    group_instance_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveGroupRequest:
+    group_id: str
+    members: tuple[LeavingMember, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LeftMember:
+    member_id: str
+    group_instance_id: str | None
+    error_code: ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveGroupResponse:
+    error_code: ErrorCode
+    members: tuple[LeftMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CommitPartition:
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    topics: tuple[tuple[str, tuple[CommitPartition, ...]], ...]
+    retention_time_ms: int = -1  # v2-v4 only
+    # v9+ answers GROUP_ID_NOT_FOUND for an unknown group; older versions ILLEGAL_GENERATION.
+    api_version: int = 9
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitResponse:
+    topics: tuple[tuple[str, tuple[tuple[int, ErrorCode], ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchRequest:
+    group_id: str
+    topics: tuple[tuple[str, tuple[int, ...]], ...] | None  # None: every committed offset
+    require_stable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedOffset:
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+    error_code: ErrorCode = ErrorCode.none
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchResponse:
+    group_id: str
+    error_code: ErrorCode
+    topics: tuple[tuple[str, tuple[FetchedOffset, ...]], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedGroup:
+    group_id: str
+    error_code: ErrorCode
+    state: str
+    protocol_type: str
+    protocol: str
+    members: tuple[DescribedMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ListedGroup:
+    group_id: str
+    protocol_type: str
+    state: str
+    group_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedGroup:
+    group_id: str
+    error_code: ErrorCode

@@ -1,0 +1,253 @@
+"""The rebalance core (seed 000 §2-§7; Kafka's prepareRebalance / completeClassicGroupJoin / expiries).
+
+A rebalance is a join phase (PreparingRebalance: members rejoin; the DelayedJoin waits for all of
+them or the rebalance timeout; an Empty group first waits group.initial.rebalance.delay.ms and
+extends while members keep arriving) and a sync phase (CompletingRebalance: the leader's
+SyncGroup stores the assignment and answers everyone). Timers keyed per group or member make the
+DelayedJoin, the DelayedHeartbeat (session timeout) and the pending-sync deadline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kio.schema.errors import ErrorCode
+
+from coordinator.classic.group import ClassicGroup
+from coordinator.classic.messages import UNKNOWN_MEMBER_ID, JoinGroupMember, JoinGroupResponse, SyncGroupResponse
+from coordinator.classic.state import ClassicGroupState as S
+from coordinator.records import group_metadata_record
+from coordinator.txn import Txn
+
+
+def heartbeat_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("heartbeat", group_id, member_id)
+
+
+def join_key(group_id: str) -> tuple[str, str]:
+    return ("join", group_id)
+
+
+def sync_key(group_id: str) -> tuple[str, str]:
+    return ("sync", group_id)
+
+
+def reschedule_heartbeat(txn: Txn, group: ClassicGroup, member_id: str, timeout_ms: int | None = None) -> None:
+    """DelayedHeartbeat: the member must show life again within its session timeout."""
+    member = group.member(member_id)
+    shard, group_id = txn.shard, group.group_id
+    txn.timer.schedule(
+        heartbeat_key(group_id, member_id),
+        member.session_timeout_ms if timeout_ms is None else timeout_ms,
+        lambda: shard.expire_heartbeat(group_id, member_id),
+    )
+
+
+def complete_join_future(txn: Txn, group: ClassicGroup, member_id: str, response: JoinGroupResponse) -> bool:
+    member = group.member(member_id)
+    if member.awaiting_join is None:
+        return False
+    txn.reply(member.awaiting_join, response)
+    group.put(replace(member, awaiting_join=None))
+    return True
+
+
+def complete_sync_future(txn: Txn, group: ClassicGroup, member_id: str, response: SyncGroupResponse) -> bool:
+    member = group.member(member_id)
+    if member.awaiting_sync is None:
+        return False
+    txn.reply(member.awaiting_sync, response)
+    group.put(replace(member, awaiting_sync=None))
+    return True
+
+
+def join_response(group: ClassicGroup, member_id: str, *, with_members: bool, skip_assignment: bool = False) -> JoinGroupResponse:
+    members = ()
+    if with_members:
+        members = tuple(JoinGroupMember(*entry) for entry in group.current_members_metadata())
+    return JoinGroupResponse(
+        error_code=ErrorCode.none,
+        member_id=member_id,
+        generation_id=group.generation_id,
+        protocol_type=group.protocol_type,
+        protocol_name=group.protocol_name,
+        leader=group.leader_id or "",
+        skip_assignment=skip_assignment,
+        members=members,
+    )
+
+
+# -- the join phase ------------------------------------------------------------------------------
+
+
+def prepare_rebalance(txn: Txn, group: ClassicGroup, reason: str) -> None:
+    # Members waiting in SyncGroup for an assignment that will never come: tell them to rejoin.
+    if group.is_in(S.COMPLETING_REBALANCE):
+        reset_and_propagate_assignment_with_error(txn, group, ErrorCode.rebalance_in_progress)
+    remove_sync_expiration(txn, group)
+    initial = group.is_in(S.EMPTY)
+    if initial:
+        # InitialDelayedJoin: a new group waits for more members before its first generation.
+        delay = txn.config.initial_rebalance_delay_ms
+        remaining = max(group.rebalance_timeout_ms() - delay, 0)
+        schedule_initial_rebalance(txn, group.group_id, delay, remaining)
+    group.transition_to(S.PREPARING_REBALANCE, txn.now)
+    if not initial:
+        maybe_complete_join_else_schedule(txn, group)
+
+
+def schedule_initial_rebalance(txn: Txn, group_id: str, delay_ms: int, remaining_ms: int) -> None:
+    shard = txn.shard
+    txn.timer.schedule(
+        join_key(group_id), delay_ms, lambda: shard.try_complete_initial_rebalance(group_id, delay_ms, remaining_ms)
+    )
+
+
+def try_complete_initial_rebalance(txn: Txn, group: ClassicGroup, delay_ms: int, remaining_ms: int) -> None:
+    if group.new_member_added and remaining_ms != 0:
+        # A member arrived during the delay: wait again, within the rebalance timeout.
+        group.new_member_added = False
+        new_delay = min(txn.config.initial_rebalance_delay_ms, remaining_ms)
+        new_remaining = max(remaining_ms - delay_ms, 0)
+        schedule_initial_rebalance(txn, group.group_id, new_delay, new_remaining)
+    else:
+        complete_join(txn, group)
+
+
+def maybe_complete_join_else_schedule(txn: Txn, group: ClassicGroup) -> None:
+    if group.has_all_members_joined():
+        complete_join(txn, group)
+    else:
+        schedule_join_expiry(txn, group)
+
+
+def schedule_join_expiry(txn: Txn, group: ClassicGroup) -> None:
+    """DelayedJoin: after the rebalance timeout the join phase completes without the laggards."""
+    shard, group_id = txn.shard, group.group_id
+    txn.timer.schedule(join_key(group_id), group.rebalance_timeout_ms(), lambda: shard.complete_join_on_timeout(group_id))
+
+
+def maybe_prepare_rebalance_or_complete_join(txn: Txn, group: ClassicGroup, reason: str) -> None:
+    if group.can_rebalance():
+        prepare_rebalance(txn, group, reason)
+    else:
+        maybe_complete_join_phase(txn, group)
+
+
+def maybe_complete_join_phase(txn: Txn, group: ClassicGroup) -> None:
+    """Try to complete the DelayedJoin: every member rejoined and nobody is pending.
+
+    Not during an initial rebalance: the InitialDelayedJoin completes only on its timer.
+    """
+    if group.is_in(S.PREPARING_REBALANCE) and group.previous_state is not S.EMPTY and group.has_all_members_joined():
+        complete_join(txn, group)
+
+
+def complete_join(txn: Txn, group: ClassicGroup) -> None:
+    """onCompleteJoin: drop dynamic members that did not rejoin, start the next generation, answer all joins."""
+    txn.timer.cancel(join_key(group.group_id))
+    for member in group.not_yet_rejoined():
+        if not member.is_static:  # static members keep their place across a missed rebalance
+            group.remove(member.member_id)
+            txn.timer.cancel(heartbeat_key(group.group_id, member.member_id))
+    if group.is_in(S.DEAD):
+        return
+    if not group.maybe_elect_new_joined_leader() and group.members:
+        # Only static members that did not rejoin are left: wait another rebalance timeout for
+        # them (their sessions will expire if they are gone).
+        schedule_join_expiry(txn, group)
+        return
+    group.init_next_generation(txn.now)
+    if group.is_in(S.EMPTY):
+        txn.write(group_metadata_record(group, {}))
+        return
+    for member_id in list(group.members):
+        leader = group.is_leader(member_id)
+        complete_join_future(txn, group, member_id, join_response(group, member_id, with_members=leader))
+        reschedule_heartbeat(txn, group, member_id)
+        group.put(replace(group.member(member_id), is_new=False))
+        group.pending_sync_members.add(member_id)
+    schedule_pending_sync(txn, group)
+
+
+# -- the sync phase ---------------------------------------------------------------------------------
+
+
+def schedule_pending_sync(txn: Txn, group: ClassicGroup) -> None:
+    """Members that joined must send SyncGroup within the rebalance timeout, or they are removed."""
+    shard, group_id, generation = txn.shard, group.group_id, group.generation_id
+    txn.timer.schedule(
+        sync_key(group_id), group.rebalance_timeout_ms(), lambda: shard.expire_pending_sync(group_id, generation)
+    )
+
+
+def remove_sync_expiration(txn: Txn, group: ClassicGroup) -> None:
+    group.pending_sync_members.clear()
+    txn.timer.cancel(sync_key(group.group_id))
+
+
+def remove_pending_sync_member(txn: Txn, group: ClassicGroup, member_id: str) -> None:
+    group.pending_sync_members.discard(member_id)
+    if group.is_in(S.DEAD, S.EMPTY, S.PREPARING_REBALANCE) or not group.pending_sync_members:
+        txn.timer.cancel(sync_key(group.group_id))
+
+
+def expire_pending_sync(txn: Txn, group: ClassicGroup, generation_id: int) -> None:
+    if generation_id != group.generation_id or not group.is_in(S.COMPLETING_REBALANCE, S.STABLE):
+        return
+    if group.pending_sync_members:
+        for member_id in sorted(group.pending_sync_members):
+            group.remove(member_id)
+            txn.timer.cancel(heartbeat_key(group.group_id, member_id))
+        prepare_rebalance(txn, group, "members did not send SyncGroup in time")
+
+
+def reset_and_propagate_assignment_with_error(txn: Txn, group: ClassicGroup, error: ErrorCode) -> None:
+    for member_id, member in list(group.members.items()):
+        group.put(replace(member, assignment=b""))
+    propagate_assignment(txn, group, error)
+
+
+def propagate_assignment(txn: Txn, group: ClassicGroup, error: ErrorCode) -> None:
+    ok = error == ErrorCode.none
+    for member_id in list(group.members):
+        member = group.member(member_id)
+        response = SyncGroupResponse(
+            error_code=error,
+            protocol_type=group.protocol_type if ok else None,
+            protocol_name=group.protocol_name if ok else None,
+            assignment=member.assignment,
+        )
+        if complete_sync_future(txn, group, member_id, response):
+            # A session that lapsed while the member waited for the assignment was ignored
+            # (parked members satisfy their heartbeat): arm the next one now.
+            reschedule_heartbeat(txn, group, member_id)
+
+
+# -- members leaving ----------------------------------------------------------------------------------
+
+
+def remove_member_and_update_group(txn: Txn, group: ClassicGroup, member_id: str, reason: str) -> None:
+    # A new member may time out while parked in JoinGroup: answer it so that a live client retries.
+    complete_join_future(txn, group, member_id, JoinGroupResponse(ErrorCode.unknown_member_id, UNKNOWN_MEMBER_ID))
+    group.remove(member_id)
+    if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
+        maybe_prepare_rebalance_or_complete_join(txn, group, reason)
+    elif group.is_in(S.PREPARING_REBALANCE) and group.has_all_members_joined():
+        complete_join(txn, group)
+
+
+def remove_pending_member_and_update_group(txn: Txn, group: ClassicGroup, member_id: str) -> None:
+    group.remove(member_id)
+    if group.is_in(S.PREPARING_REBALANCE) and group.has_all_members_joined():
+        complete_join(txn, group)
+
+
+def expire_heartbeat(txn: Txn, group: ClassicGroup, member_id: str) -> None:
+    """The session timeout passed with no heartbeat (seed 000 §7.3)."""
+    if group.is_in(S.DEAD):
+        return
+    if group.is_pending_member(member_id):
+        remove_pending_member_and_update_group(txn, group, member_id)
+    elif group.has_member(member_id) and not group.member(member_id).has_satisfied_heartbeat():
+        remove_member_and_update_group(txn, group, member_id, f"member {member_id} session expired")

@@ -1,0 +1,47 @@
+"""The classic group state machine (seed 000 §2).
+
+    Empty               -> PreparingRebalance          (a member joins)
+    PreparingRebalance  -> CompletingRebalance | Empty (join phase completes, with or without members)
+    CompletingRebalance -> Stable | PreparingRebalance (leader's SyncGroup; or a join, leave or expiry)
+    Stable              -> PreparingRebalance          (a join, leave or session expiry)
+    any                 -> Dead                        (the group is deleted or its offsets expire)
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class IllegalTransition(RuntimeError):
+    pass
+
+
+class ClassicGroupState(enum.Enum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+    def validate_transition(self, target: "ClassicGroupState") -> None:
+        """Raise, changing nothing, unless self -> target is legal."""
+        if self not in _VALID_PREVIOUS[target]:
+            raise IllegalTransition(f"classic group cannot go from {self.value} to {target.value}")
+
+
+_S = ClassicGroupState
+_VALID_PREVIOUS: dict[ClassicGroupState, frozenset[ClassicGroupState]] = {
+    _S.EMPTY: frozenset({_S.PREPARING_REBALANCE}),
+    _S.PREPARING_REBALANCE: frozenset({_S.STABLE, _S.COMPLETING_REBALANCE, _S.EMPTY}),
+    _S.COMPLETING_REBALANCE: frozenset({_S.PREPARING_REBALANCE}),
+    _S.STABLE: frozenset({_S.COMPLETING_REBALANCE}),
+    _S.DEAD: frozenset({_S.STABLE, _S.PREPARING_REBALANCE, _S.COMPLETING_REBALANCE, _S.EMPTY, _S.DEAD}),
+}
+
+
+def parse_state(text: str) -> ClassicGroupState | None:
+    """A state name as ListGroups filters give it (case-insensitive, as Kafka 4.x accepts)."""
+    for state in ClassicGroupState:
+        if state.value.lower() == text.lower():
+            return state
+    return None

@@ -1,0 +1,19 @@
+"""The group coordinator's settings, by Kafka's names (cluster/config.py maps them here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCoordinatorConfig:
+    initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
+    min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
+    max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
+    max_size: int = 2_147_483_647  # group.max.size
+    # Kafka's classicGroupNewMemberJoinTimeoutMs: a new member parked in JoinGroup cannot heartbeat,
+    # so its JoinGroup is timed out instead (it retries if it is still alive).
+    new_member_join_timeout_ms: int = 300_000
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # offsets.retention.minutes
+    offsets_retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
+    offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
