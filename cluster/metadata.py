@@ -1,9 +1,15 @@
-"""The controller's durable state: topics (ids, partition counts, configs) and leader epochs.
+"""The controller's durable state: topics (ids, partition counts, configs), leader epochs, and
+the producer ids handed out.
 
 It runs on the coordinator runtime like any shard, on its own log `__cluster_metadata-0`, so
 topics survive restarts and leader epochs only ever grow, across restarts too (a client that
 cached an epoch is never told about an older one). Which actor leads a partition is not kept:
 actors are new after every start, and the controller spreads partitions afresh.
+
+Producer ids are handed to gateways in blocks, as Kafka's controller hands them to brokers
+(`ProducerIdControlManager`, `ProducerIdsRecord`, blocks of `ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE`
+= 1000): the record keeps the first id of the next block, so no id is handed out twice, across
+restarts too. Ids of a block whose gateway dies unused are simply never used.
 """
 
 from __future__ import annotations
@@ -51,9 +57,37 @@ class PartitionEpochValue:
     leader_epoch: int
 
 
+@dataclass(frozen=True, slots=True)
+class ProducerIdsKey:
+    """The single key of the producer id counter: compaction keeps its latest value."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdsValue:
+    assigned_to: str  # who got the block this record hands out (Kafka's brokerId)
+    next_producer_id: int  # first id of the next block
+
+
 CODEC = RecordCodec("cluster-metadata")
 CODEC.register(TopicKey, TopicValue, name="Topic")
 CODEC.register(PartitionEpochKey, PartitionEpochValue, name="PartitionEpoch")
+CODEC.register(ProducerIdsKey, ProducerIdsValue, name="ProducerIds")
+
+PRODUCER_ID_BLOCK_SIZE = 1000
+INT64_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdBlock:
+    """Producer ids first_producer_id .. first_producer_id + size - 1, for one gateway to hand out."""
+
+    assigned_to: str
+    first_producer_id: int
+    size: int
+
+    @property
+    def last_producer_id(self) -> int:
+        return self.first_producer_id + self.size - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +134,7 @@ class ClusterMetadata:
         self.topics: dict[str, TopicInfo] = {}
         self.topic_names_by_id: dict[uuid.UUID, str] = {}
         self.leader_epochs: dict[tuple[str, int], int] = {}
+        self.next_producer_id = 0
 
     # -- replay ------------------------------------------------------------------------------
 
@@ -118,6 +153,9 @@ class ClusterMetadata:
                 self.leader_epochs.pop((key.topic, key.partition), None)
             else:
                 self.leader_epochs[(key.topic, key.partition)] = record.value.leader_epoch
+        elif isinstance(key, ProducerIdsKey):
+            if record.value is not None:
+                self.next_producer_id = record.value.next_producer_id
         else:
             raise TypeError(f"unexpected record {key!r}")
 
@@ -218,6 +256,15 @@ class ClusterMetadata:
             epochs[(topic, partition)] = epoch
             records.append(Record(PartitionEpochKey(topic, partition), PartitionEpochValue(epoch)))
         return Result(records=records, response=epochs)
+
+    def allocate_producer_ids(self, assigned_to: str, size: int = PRODUCER_ID_BLOCK_SIZE) -> Result[ProducerIdBlock]:
+        """The next block of producer ids (Kafka's ProducerIdControlManager.generateNextProducerId)."""
+        first = self.next_producer_id
+        if first > INT64_MAX - size:
+            # Kafka fails the same way (UnknownServerException); 2^63 ids are never used up in practice.
+            raise RuntimeError("producer ids exhausted: the next block would pass the int64 limit")
+        block = ProducerIdBlock(assigned_to, first, size)
+        return Result(records=[Record(ProducerIdsKey(), ProducerIdsValue(assigned_to, first + size))], response=block)
 
     def _epoch_records(self, topic: str, partitions: range) -> list[Record]:
         return [Record(PartitionEpochKey(topic, p), PartitionEpochValue(0)) for p in partitions]

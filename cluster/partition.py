@@ -1,8 +1,12 @@
 """A user-topic partition on its leader: the log, group-committed appends, and fetch waiters.
 
 Produce requests that arrive while an append is being written are written together in the
-next append (one write, one fsync). A fetch that finds nothing new waits on `data_appended`
-until records arrive or its max wait passes (Kafka's DelayedFetch).
+next append (one write, one fsync). Idempotent producers' sequences and epochs are checked in
+that same serial path, request by request in arrival order, each against the state the requests
+ahead of it leave (cluster/producer_state.py): two in-flight requests of one producer cannot
+race, and a retry is recognised even when its original is in the same append. A fetch that finds
+nothing new waits on `data_appended` until records arrive or its max wait passes (Kafka's
+DelayedFetch).
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from kio.schema.errors import ErrorCode
 
 from cluster.batching import BatchingQueue
 from cluster.log import LogWriteError, OffsetOutOfRange, PartitionLog
-from cluster.recordbatch import BatchError, parse_header, record_timestamps, split_produced
+from cluster.producer_state import Accepted, Duplicate, ProducerStateEntry, ProducerStateManager, Verdict
+from cluster.recordbatch import BatchError, BatchHeader, parse_header, record_timestamps, split_produced
 
 
 @dataclass(slots=True)
@@ -37,17 +42,27 @@ class FetchOutcome:
 @dataclass(slots=True)
 class _Append:
     batches: list[bytearray]
+    headers: list[BatchHeader]
     future: asyncio.Future
 
 
 class UserPartition:
     def __init__(
-        self, topic: str, partition: int, epoch: int, log: PartitionLog, executor: Executor, max_batch_bytes: int
+        self,
+        topic: str,
+        partition: int,
+        epoch: int,
+        log: PartitionLog,
+        executor: Executor,
+        max_batch_bytes: int,
+        producer_state: ProducerStateManager | None = None,
     ) -> None:
         self.topic = topic
         self.partition = partition
         self.epoch = epoch
         self.log = log
+        # Rebuilt from the log's batch headers by whoever opens the log (PartitionLeader.load).
+        self.producer_state = producer_state if producer_state is not None else ProducerStateManager()
         self.executor = executor
         self.max_batch_bytes = max_batch_bytes
         self.data_appended = asyncio.Event()
@@ -68,26 +83,57 @@ class UserPartition:
                     message=f"record batch of {len(batch)} bytes exceeds message.max.bytes ({self.max_batch_bytes})",
                 )
         future = asyncio.get_running_loop().create_future()
-        self._appends.put(_Append(batches, future))
+        self._appends.put(_Append(batches, [parse_header(b) for b in batches], future))
         return await future
 
     async def _write(self, appends: list[_Append]) -> None:
-        batches = [b for a in appends for b in a.batches]
-        try:
-            offsets = await asyncio.get_running_loop().run_in_executor(
-                self.executor, self.log.append, batches, self.epoch
-            )
-        except LogWriteError as exc:
-            for a in appends:
-                _resolve(a.future, ProduceOutcome(ErrorCode.kafka_storage_error, message=f"write failed: {exc}"))
-            return
-        i = 0
+        # Check every request before writing any, in arrival order; offsets are known in advance
+        # because this is the only writer: the log numbers batches on from its end offset.
+        next_offset = self.log.end_offset
+        staged: dict[int, ProducerStateEntry] = {}
+        verdicts: list[Verdict] = []
+        batches: list[bytearray] = []
+        expected_offsets: list[int] = []
         for a in appends:
-            _resolve(a.future, ProduceOutcome(ErrorCode.none, offsets[i], self.log.log_start_offset))
-            i += len(a.batches)
-        # Wake every waiting fetch, then arm a fresh event for the next ones.
-        self.data_appended.set()
-        self.data_appended = asyncio.Event()
+            verdict = self.producer_state.analyze(a.headers, next_offset, staged)
+            verdicts.append(verdict)
+            if isinstance(verdict, Accepted):
+                staged.update(verdict.entries)
+                batches += a.batches
+                for header in a.headers:
+                    expected_offsets.append(next_offset)
+                    next_offset += header.last_offset_delta + 1
+        offsets: list[int] = []
+        if batches:
+            try:
+                offsets = await asyncio.get_running_loop().run_in_executor(
+                    self.executor, self.log.append, batches, self.epoch
+                )
+            except LogWriteError as exc:
+                # Nothing was written, so the staged producer state is dropped. Retries, duplicates
+                # and rejections of this append all get the retriable storage error: their answers
+                # may have depended on batches that are not in the log after all.
+                for a in appends:
+                    _resolve(a.future, ProduceOutcome(ErrorCode.kafka_storage_error, message=f"write failed: {exc}"))
+                return
+            assert offsets == expected_offsets, (offsets, expected_offsets)
+            self.producer_state.update(staged)
+        i = 0
+        log_start = self.log.log_start_offset
+        for a, verdict in zip(appends, verdicts):
+            if isinstance(verdict, Accepted):
+                outcome = ProduceOutcome(ErrorCode.none, offsets[i], log_start)
+                i += len(a.batches)
+            elif isinstance(verdict, Duplicate):
+                # Kafka answers a retry with the offsets the batch got the first time, and no error.
+                outcome = ProduceOutcome(ErrorCode.none, verdict.batch.first_offset, log_start)
+            else:
+                outcome = ProduceOutcome(verdict.error_code, message=verdict.message)
+            _resolve(a.future, outcome)
+        if batches:
+            # Wake every waiting fetch, then arm a fresh event for the next ones.
+            self.data_appended.set()
+            self.data_appended = asyncio.Event()
 
     # -- fetch -----------------------------------------------------------------------------------
 

@@ -128,8 +128,10 @@ def iter_batches(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, Bat
 def split_produced(records: bytes) -> list[bytearray]:
     """Validate the batches of one partition of a Produce request and return them, mutable.
 
-    What Kafka's LogValidator rejects for a non-transactional, non-idempotent producer:
-    a truncated batch, a bad CRC, an old magic, an empty batch, a control batch.
+    What Kafka's LogValidator rejects for a non-transactional producer: a truncated batch, a
+    bad CRC, an old magic, an empty batch, a control batch, and an idempotent batch (one with a
+    producer id) without a sequence number. Sequences and epochs are checked by the partition's
+    producer state (cluster/producer_state.py), in its serial append path.
     """
     if not records:
         raise BatchError(ErrorCode.corrupt_message, "empty record set")
@@ -149,6 +151,11 @@ def split_produced(records: bytes) -> list[bytearray]:
         if header.attributes & TRANSACTIONAL_FLAG:
             raise BatchError(
                 ErrorCode.invalid_request, "transactional producers are not supported (SPEC.md §11)"
+            )
+        if header.producer_id >= 0 and header.base_sequence < 0:
+            raise BatchError(
+                ErrorCode.invalid_record,
+                f"invalid sequence number {header.base_sequence} in record batch with producer id {header.producer_id}",
             )
         batches.append(bytearray(view[pos : pos + header.size]))
         pos += header.size

@@ -1,7 +1,8 @@
 """The controller: starts the actors, owns the leadership map, and fails partitions over.
 
 It is a named Ray actor holding:
-- the cluster metadata (topics, leader epochs) on its own log, through the coordinator runtime;
+- the cluster metadata (topics, leader epochs, producer ids handed out) on its own log, through
+  the coordinator runtime;
 - the leadership map: which actor leads each partition of `__consumer_offsets`,
   `__share_group_state` and every user topic, at which leader epoch;
 - the gateways (the brokers clients see), which it keeps informed of every map change.
@@ -37,6 +38,7 @@ from cluster.metadata import (
     METADATA_TOPIC,
     SHARE_GROUP_STATE,
     ClusterMetadata,
+    ProducerIdBlock,
     TopicOutcome,
     TopicSpec,
 )
@@ -366,6 +368,16 @@ class Controller:
                 await self._move(self._place(added), reason="partitions created")
         return outcome
 
+    # -- producer ids ---------------------------------------------------------------------------------
+
+    async def allocate_producer_ids(self, gateway: str) -> ProducerIdBlock:
+        """A new block of producer ids for a gateway, durable before it is handed out."""
+        block: ProducerIdBlock = await self.metadata.write(
+            METADATA_TP, None, lambda _t: self._meta().allocate_producer_ids(gateway)
+        )
+        log.info("producer ids %d..%d to %s", block.first_producer_id, block.last_producer_id, gateway)
+        return block
+
     # -- operators ----------------------------------------------------------------------------------
 
     async def actors_info(self) -> list[dict[str, Any]]:
@@ -458,6 +470,9 @@ class ControllerActor:
 
     async def create_partitions(self, name: str, total: int, validate_only: bool = False) -> TopicOutcome:
         return await self.controller.create_partitions(name, total, validate_only)
+
+    async def allocate_producer_ids(self, gateway: str) -> ProducerIdBlock:
+        return await self.controller.allocate_producer_ids(gateway)
 
     async def actors_info(self) -> list[dict[str, Any]]:
         return await self.controller.actors_info()

@@ -1,5 +1,8 @@
 """Partition leader: the user-topic partitions one actor leads (Produce, Fetch, ListOffsets).
 
+Loading a partition opens its log and rebuilds its idempotent producers' state from the stored
+batch headers, before the partition serves.
+
 `PartitionLeader` is the plain object (tests drive it directly); `PartitionLeaderActor` is the
 Ray shell. Every call names the leader epoch the gateway routed with: a partition this actor
 does not lead at that epoch answers NOT_LEADER_OR_FOLLOWER, and the gateway refreshes its map.
@@ -21,6 +24,7 @@ from cluster.actors.common import ActorKind, identity, setup_logging, wait_forev
 from cluster.config import Config
 from cluster.log import FlushPolicy, LogConfig, PartitionLog
 from cluster.partition import FetchOutcome, ProduceOutcome, UserPartition
+from cluster.producer_state import ProducerStateManager
 
 TP = tuple[str, int]
 
@@ -60,8 +64,11 @@ class PartitionLeader:
                 return None
             path = self.data_dir / f"{topic}-{p}"
             log = await self._run(self._open_log, path, self._log_config)
+            # Idempotent producers' last batches, so that a retry reaching this new leader after a
+            # failover is still recognised as a duplicate (headers only; see producer_state.py).
+            producer_state = await self._run(_rebuild_producer_state, log)
             self.partitions[(topic, p)] = UserPartition(
-                topic, p, epoch, log, self.executor, self.config["message.max.bytes"]
+                topic, p, epoch, log, self.executor, self.config["message.max.bytes"], producer_state
             )
             return f"{topic}-{p}: {log.recovery.reason}" if log.recovery.truncated else None
 
@@ -176,6 +183,10 @@ class PartitionLeader:
 
     async def _run(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+
+def _rebuild_producer_state(log: PartitionLog) -> ProducerStateManager:
+    return ProducerStateManager.rebuild(log.batch_headers())
 
 
 def _check_client_epoch(client_epoch: int, leader_epoch: int) -> ErrorCode | None:

@@ -38,6 +38,7 @@ class ApiKey(enum.IntEnum):
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    INIT_PRODUCER_ID = 22
     DELETE_GROUPS = 42
     CREATE_PARTITIONS = 37
     DESCRIBE_CLUSTER = 60
@@ -60,6 +61,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 4),
     ApiKey.CREATE_TOPICS: (2, 7),
     ApiKey.DELETE_TOPICS: (1, 6),
+    ApiKey.INIT_PRODUCER_ID: (0, 5),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
 }

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cluster.config import Config
+from cluster.gateway import producer_ids
 from cluster.gateway.apis import ADMIN_API_KEY, SUPPORTED, ApiKey
 from cluster.gateway.connection import Request, unsupported_api_versions_response
 from cluster.gateway.routing import Router
@@ -27,6 +28,7 @@ class Gateway:
         self.config = config
         self.controller = controller
         self.router = Router(controller, leadership)
+        self.producer_ids = producer_ids.from_controller(controller, f"gateway-{node_id}")
         self._handlers: dict[int, Callable[[Gateway, Request], Any]] = HANDLERS
 
     @property

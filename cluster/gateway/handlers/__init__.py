@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cluster.gateway.apis import ADMIN_API_KEY, ApiKey
-from cluster.gateway.handlers import admin, fetch, meta, produce, topics
+from cluster.gateway.handlers import admin, fetch, meta, produce, producer_id, topics
 
 HANDLERS = {
     ApiKey.API_VERSIONS: meta.api_versions,
@@ -16,5 +16,6 @@ HANDLERS = {
     ApiKey.PRODUCE: produce.produce,
     ApiKey.FETCH: fetch.fetch,
     ApiKey.LIST_OFFSETS: fetch.list_offsets,
+    ApiKey.INIT_PRODUCER_ID: producer_id.init_producer_id,
     ADMIN_API_KEY: admin.admin,
 }
