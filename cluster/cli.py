@@ -140,7 +140,7 @@ def actors(bootstrap: str = BootstrapOption) -> None:
 
 @app.command()
 def status(bootstrap: str = BootstrapOption) -> None:
-    """The cluster at a glance: actors, nodes, leadership, topics."""
+    """The cluster at a glance: actors, nodes, leadership, topics, groups by state."""
     state = _admin(bootstrap, "status")
     actor_list = _admin(bootstrap, "actors")
     console.print(_actors_table(actor_list))
@@ -157,6 +157,15 @@ def status(bootstrap: str = BootstrapOption) -> None:
         spread = ", ".join(f"{a}: {n}" for a, n in sorted(by_topic.get(t["name"], {}).items()))
         topics.add_row(t["name"], str(t["partitions"]), "yes" if t["internal"] else "", spread or "[red]none[/]")
     console.print(topics)
+    groups = Table(title="groups")
+    for col in ("type", "state", "groups"):
+        groups.add_column(col)
+    for group_type, by_state in sorted(state.get("groups", {}).items()):
+        for group_state, count in sorted(by_state.items()):
+            groups.add_row(group_type, group_state, str(count))
+    if not state.get("groups"):
+        groups.add_row("", "none yet", "0")
+    console.print(groups)
     if state["events"]:
         events = Table(title="recent events")
         events.add_column("time")

@@ -229,5 +229,86 @@ def api_roundtrips(
     )
 
 
+# -- classic groups ------------------------------------------------------------------------------------
+
+NO_INITIAL_DELAY = {"group.initial.rebalance.delay.ms": 0}
+
+
+@app.command("group-requests")
+def group_requests(
+    members: int = 1000,
+    groups: int = 100,
+    seconds: float = 5.0,
+    json_out: Path | None = typer.Option(None, "--json", help="also write the figures here"),
+) -> None:
+    """Heartbeats/s and OffsetCommits/s from light members in Stable groups, raygroups vs the responder."""
+    from loadtest.bench_groups import group_request_rates
+
+    results = {}
+    with responder(10) as bootstrap:
+        with console.status(f"responder: {members} members heartbeating and committing…"):
+            results["responder"] = asyncio.run(group_request_rates(bootstrap, members, groups, seconds))
+    with raygroups(**NO_INITIAL_DELAY) as bootstrap:
+        with console.status(f"raygroups: {members} members in {groups} groups heartbeating and committing…"):
+            results["raygroups"] = asyncio.run(group_request_rates(bootstrap, members, groups, seconds))
+    report(
+        f"group requests, {members} members in {groups} groups, closed loop, {seconds:g} s each",
+        results,
+        {"heartbeat_rps": "heartbeats/s", "commit_rps": "OffsetCommits/s"},
+        json_out,
+    )
+
+
+@app.command()
+def rebalance(
+    sizes: str = typer.Option("10,100,1000", help="group sizes, comma-separated"),
+    json_out: Path | None = typer.Option(None, "--json", help="also write the figures here"),
+) -> None:
+    """Time from the last JoinGroup of a rebalance to every member Stable, by group size (initial delay 0)."""
+    from loadtest.bench_groups import rebalance_time
+
+    results = {}
+    with raygroups(**NO_INITIAL_DELAY) as bootstrap:
+        for size in (int(s) for s in sizes.split(",")):
+            with console.status(f"rebalancing a group of {size}…"):
+                results[size] = asyncio.run(rebalance_time(bootstrap, size))
+    table = Table(title="rebalance time after the last JoinGroup")
+    for col in ("members", "ms", "ms per member"):
+        table.add_column(col, justify="right")
+    for size, ms in results.items():
+        table.add_row(str(size), f"{ms:,.0f}", f"{ms / size:.2f}")
+    console.print(table)
+    if json_out:
+        json_out.write_text(json.dumps(results, indent=2))
+
+
+@app.command()
+def reload(records: int = 100_000, json_out: Path | None = typer.Option(None, "--json")) -> None:
+    """Time to load (replay) a __consumer_offsets partition log of RECORDS offset commits."""
+    from loadtest.bench_groups import reload_time
+
+    with console.status(f"writing and reloading {records} records…"):
+        result = reload_time(records)
+    table = Table(title="reload of a __consumer_offsets partition")
+    for col in ("records", "log MiB", "seconds", "records/s"):
+        table.add_column(col, justify="right")
+    table.add_row(f"{records:,}", f"{result['log_bytes'] / 2**20:.1f}", f"{result['seconds']:.2f}", f"{result['records_per_s']:,.0f}")
+    console.print(table)
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2))
+
+
+@app.command("member-memory")
+def member_memory(members: int = 10_000, json_out: Path | None = typer.Option(None, "--json")) -> None:
+    """Bytes of coordinator state per idle Stable member (groups of 10), measured with tracemalloc."""
+    from loadtest.bench_groups import memory_per_member
+
+    with console.status(f"building {members} Stable members…"):
+        result = memory_per_member(members)
+    console.print(f"[bold]{result['bytes_per_member']:,.0f}[/] bytes of coordinator state per idle member ({members:,} members)")
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2))
+
+
 if __name__ == "__main__":
     app()

@@ -35,6 +35,7 @@ class Responder:
         self.partitions = partitions
         self.topics: dict[str, uuid.UUID] = {}
         self.end_offsets: dict[tuple[str, int], int] = {}
+        self.next_producer_id = 0
         self.canned = encode_records([(i, b"key-%06d" % i, b"v" * 100) for i in range(CANNED_RECORDS)], 1_700_000_000_000)
 
     def topic_id(self, name: str) -> uuid.UUID:
@@ -51,6 +52,12 @@ class Responder:
             ApiKey.LIST_OFFSETS: self.list_offsets,
             ApiKey.CREATE_TOPICS: self.create_topics,
             ApiKey.FIND_COORDINATOR: self.find_coordinator,
+            ApiKey.JOIN_GROUP: self.join_group,
+            ApiKey.SYNC_GROUP: self.sync_group,
+            ApiKey.HEARTBEAT: lambda r: build_response(ApiKey.HEARTBEAT, r.api_version, {"error_code": ErrorCode.none}),
+            ApiKey.LEAVE_GROUP: lambda r: build_response(ApiKey.LEAVE_GROUP, r.api_version, {"error_code": ErrorCode.none}),
+            ApiKey.OFFSET_COMMIT: self.offset_commit,
+            ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
         }.get(request.api_key)
         if handler is None:
             raise RuntimeError(f"the responder does not answer api {request.api_key}")
@@ -87,6 +94,38 @@ class Responder:
             return build_response(ApiKey.FIND_COORDINATOR, request.api_version,
                                   {"coordinators": [{"key": k, **me} for k in request.body.coordinator_keys]})
         return build_response(ApiKey.FIND_COORDINATOR, request.api_version, me)
+
+    # Group APIs: every member is answered at once as the sole member and leader of generation 1,
+    # the cheapest answer a client can act on; nothing is stored.
+
+    def join_group(self, request: Request) -> Any:
+        b = request.body
+        member_id = b.member_id or f"{request.client_id}-{id(b)}"
+        protocol = b.protocols[0]
+        return build_response(ApiKey.JOIN_GROUP, request.api_version, {
+            "error_code": ErrorCode.none, "generation_id": 1, "protocol_type": b.protocol_type,
+            "protocol_name": protocol.name, "leader": member_id, "member_id": member_id,
+            "members": [{"member_id": member_id, "metadata": protocol.metadata}],
+        })
+
+    def sync_group(self, request: Request) -> Any:
+        b = request.body
+        mine = next((a.assignment for a in b.assignments if a.member_id == b.member_id), b"")
+        return build_response(ApiKey.SYNC_GROUP, request.api_version, {
+            "error_code": ErrorCode.none, "protocol_type": b.protocol_type, "protocol_name": b.protocol_name,
+            "assignment": mine,
+        })
+
+    def init_producer_id(self, request: Request) -> Any:
+        self.next_producer_id += 1
+        return build_response(ApiKey.INIT_PRODUCER_ID, request.api_version,
+                              {"error_code": ErrorCode.none, "producer_id": self.next_producer_id, "producer_epoch": 0})
+
+    def offset_commit(self, request: Request) -> Any:
+        return build_response(ApiKey.OFFSET_COMMIT, request.api_version, {"topics": [
+            {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": ErrorCode.none}
+                                            for p in t.partitions]} for t in request.body.topics
+        ]})
 
     def create_topics(self, request: Request) -> Any:
         for t in request.body.topics:

@@ -3,16 +3,32 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from kio.schema.errors import ErrorCode
 
 from coordinator.codec import RecordCodec
 
 from cluster.actors.common import ActorKind, identity, wait_forever
 from cluster.config import Config
 from cluster.log import FlushPolicy, LogConfig
-from cluster.runtime import CoordinatorRuntime, RuntimeConfig, ShardFactory
+from cluster.runtime import CoordinatorRuntime, LoadInProgress, NotCoordinator, RuntimeConfig, ShardFactory, StorageError
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorError:
+    """An operation the coordinator could not run; the gateway answers the API's error response."""
+
+    error_code: ErrorCode
+    message: str = ""
+
+
+# An item of a batched call: (operation name, partition, leader epoch the gateway routed with, request).
+Item = tuple[str, int, int, Any]
 
 
 def coordinator_log_config(config: Config) -> LogConfig:
@@ -56,6 +72,38 @@ class CoordinatorHost:
 
     async def unload(self, items: list[tuple[str, int]]) -> None:
         await asyncio.gather(*(self.runtime.unload(tp) for tp in items))
+
+    async def execute(self, topic: str, operations: dict[str, str], item: Item) -> Any:
+        """Run one operation on its partition's shard, in order; runtime failures become error codes.
+
+        A storage failure answers COORDINATOR_NOT_AVAILABLE (SPEC §4): the client finds the
+        coordinator again and retries, while the partition reverts to its last durable state.
+        """
+        op, partition, epoch, request = item
+        tp = (topic, partition)
+        method = operations[op]
+        try:
+            return await self.runtime.write(tp, epoch, lambda token: getattr(self.runtime.shard(tp), method)(request, token))
+        except NotCoordinator as exc:
+            return CoordinatorError(ErrorCode.not_coordinator, str(exc))
+        except LoadInProgress as exc:
+            return CoordinatorError(ErrorCode.coordinator_load_in_progress, str(exc))
+        except StorageError as exc:
+            return CoordinatorError(ErrorCode.coordinator_not_available, str(exc))
+
+    async def execute_all(self, topic: str, operations: dict[str, str], items: list[Item]) -> list[Any]:
+        return list(await asyncio.gather(*(self.execute(topic, operations, item) for item in items)))
+
+    async def execute_as_answered(
+        self, topic: str, operations: dict[str, str], items: list[Item]
+    ) -> AsyncIterator[list[tuple[int, Any]]]:
+        """Yield (index, outcome) pairs as operations finish: one parked JoinGroup must not hold
+        back the others of its batch."""
+        tasks = {asyncio.ensure_future(self.execute(topic, operations, item)): i for i, item in enumerate(items)}
+        pending = set(tasks)
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            yield [(tasks[t], t.result()) for t in done]
 
     def led(self) -> list[dict[str, Any]]:
         return [

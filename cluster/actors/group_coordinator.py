@@ -1,23 +1,91 @@
-"""Group coordinator actor: leads partitions of __consumer_offsets (a thin shell over its runtime)."""
+"""Group coordinator actor: leads partitions of __consumer_offsets (a thin shell over its runtime).
+
+Gateways batch requests per actor per loop tick: `execute` for operations that answer at once
+(heartbeats, commits, offset fetches, ...), `execute_stream` for those that may park (JoinGroup,
+SyncGroup), whose answers stream back as each completes.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import uuid
 from pathlib import Path
+from typing import Any
 
 import ray
+from kio.schema.errors import ErrorCode
 
+from coordinator.config import GroupCoordinatorConfig
 from coordinator.records import CODEC
 from coordinator.shard import GroupCoordinatorShard
 
 from cluster.actors.common import ActorKind, setup_logging
-from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorHost
+from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorError, CoordinatorHost, Item
 from cluster.config import Config
+from cluster.metadata import CONSUMER_OFFSETS
+from cluster.runtime import LoadInProgress, NotCoordinator
+
+OPERATIONS = {
+    "join": "join_group",
+    "sync": "sync_group",
+    "heartbeat": "heartbeat",
+    "leave": "leave_group",
+    "commit": "commit_offsets",
+    "fetch_offsets": "fetch_offsets",
+    "describe": "describe_groups",
+    "delete": "delete_groups",
+}
+
+
+def group_coordinator_config(config: Config) -> GroupCoordinatorConfig:
+    return GroupCoordinatorConfig(
+        initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
+        min_session_timeout_ms=config["group.min.session.timeout.ms"],
+        max_session_timeout_ms=config["group.max.session.timeout.ms"],
+        max_size=config["group.max.size"],
+        offsets_retention_ms=config["offsets.retention.minutes"] * 60_000,
+        offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
+        offset_metadata_max_bytes=config["offset.metadata.max.bytes"],
+    )
+
+
+def new_member_id(prefix: str) -> str:
+    """Kafka's member id: client id (or group.instance.id) and a random UUID."""
+    return f"{prefix}-{uuid.uuid4()}"
 
 
 @ray.remote
 class GroupCoordinatorActor(CoordinatorActorBody):
     def __init__(self, name: str, config: Config, data_dir: str) -> None:
         setup_logging()
-        self.host = CoordinatorHost(
-            name, ActorKind.GROUP_COORDINATOR, CODEC, GroupCoordinatorShard, config, Path(data_dir)
+        factory = functools.partial(
+            GroupCoordinatorShard, config=group_coordinator_config(config), new_member_id=new_member_id
         )
+        self.host = CoordinatorHost(name, ActorKind.GROUP_COORDINATOR, CODEC, factory, config, Path(data_dir))
+
+    async def execute(self, items: list[Item]) -> list[Any]:
+        return await self.host.execute_all(CONSUMER_OFFSETS, OPERATIONS, items)
+
+    async def execute_stream(self, items: list[Item]):
+        async for answered in self.host.execute_as_answered(CONSUMER_OFFSETS, OPERATIONS, items):
+            yield answered
+
+    async def list_groups(self, states: tuple[str, ...], types: tuple[str, ...]) -> tuple[Any, list[Any]]:
+        """ListGroups over every partition this actor leads: (error or None, groups)."""
+        runtime = self.host.runtime
+        error = None
+        listed: list[Any] = []
+
+        async def one(tp: tuple[str, int]) -> None:
+            nonlocal error
+            try:
+                listed.extend(await runtime.write(tp, None, lambda token: runtime.shard(tp).list_groups(states, types, token)))
+            except LoadInProgress:
+                error = CoordinatorError(ErrorCode.coordinator_load_in_progress)
+            except NotCoordinator:
+                pass  # moved away meanwhile: its new leader lists it
+
+        await asyncio.gather(*(one(tp) for tp in list(runtime.partitions)))
+        return error, listed
+

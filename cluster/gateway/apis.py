@@ -64,6 +64,15 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.INIT_PRODUCER_ID: (0, 5),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.JOIN_GROUP: (0, 9),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 5),
+    ApiKey.OFFSET_COMMIT: (2, 9),
+    ApiKey.OFFSET_FETCH: (1, 9),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.LIST_GROUPS: (0, 5),
+    ApiKey.DELETE_GROUPS: (0, 2),
 }
 
 
@@ -139,9 +148,14 @@ def _entity_of(hint: Any) -> tuple[type | None, bool]:
     return (hint if is_dataclass(hint) else None), False
 
 
+def _nullable(hint: Any) -> bool:
+    return typing.get_origin(hint) is typing.Union or type(hint).__name__ == "UnionType"
+
+
 def _coerce(hint: Any, kafka_type: str | None, value: Any) -> Any:
     if value is None:
-        return None
+        # A field this version cannot null (e.g. JoinGroup v0-v6 protocol_name) gets its zero value.
+        return None if _nullable(hint) else _zero(hint, kafka_type)
     entity, is_array = _entity_of(hint)
     if entity is not None:
         if is_array:

@@ -39,6 +39,7 @@ class Request:
     size: int
     # ApiVersions at a version we do not speak: answer as v0 with UNSUPPORTED_VERSION.
     unsupported_api_versions: bool = False
+    client_host: str = ""  # the peer's address, as Kafka reports a member's client host
 
 
 @dataclass(slots=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -67,6 +66,34 @@ class ActorBatcher:
                 f.set_result(r)
 
 
+class StreamingBatcher(ActorBatcher):
+    """For operations that may park (JoinGroup, SyncGroup): one Ray streaming call per tick whose
+    answers come back as each operation completes, so one long wait holds back no one else."""
+
+    def _flush(self) -> None:
+        items, futures = self._items, self._futures
+        self._items, self._futures, self._scheduled = [], [], False
+        stream = self._method.options(num_returns="streaming").remote(items)
+        asyncio.ensure_future(self._deliver_stream(stream, futures))
+
+    @staticmethod
+    async def _deliver_stream(stream: Any, futures: list[asyncio.Future]) -> None:
+        try:
+            async for ref in stream:
+                for index, result in await ref:
+                    if not futures[index].done():
+                        futures[index].set_result(result)
+        except BaseException as exc:
+            error = exc if isinstance(exc, Exception) else RayActorError()
+            for f in futures:
+                if not f.done():
+                    f.set_exception(error)
+            return
+        for f in futures:  # the stream ended: anything unanswered is a bug in the actor
+            if not f.done():
+                f.set_exception(RuntimeError("actor stream ended without an answer"))
+
+
 class Router:
     def __init__(self, controller: Any, leadership: Leadership) -> None:
         self.controller = controller
@@ -114,7 +141,8 @@ class Router:
                 future = asyncio.get_running_loop().create_future()
                 future.set_exception(NoLeader(f"{actor} is not live"))
                 return future
-            batcher = self._batchers[(actor, method)] = ActorBatcher(handle, method)
+            kind = StreamingBatcher if method.endswith("_stream") else ActorBatcher
+            batcher = self._batchers[(actor, method)] = kind(handle, method)
         return batcher.call(item)
 
     async def call_leader(
@@ -146,12 +174,3 @@ class Router:
             return result
         raise NoLeader(f"leader of {topic}-{partition} is unavailable")
 
-
-class Stopwatch:
-    __slots__ = ("start",)
-
-    def __init__(self) -> None:
-        self.start = time.perf_counter()
-
-    def ms(self) -> float:
-        return (time.perf_counter() - self.start) * 1000

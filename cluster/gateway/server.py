@@ -36,10 +36,13 @@ class KafkaProtocol(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._paused = False
         self._stats = stats
+        self._peer = ""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
         self._stats.connections += 1
+        peer = transport.get_extra_info("peername")
+        self._peer = peer[0] if isinstance(peer, tuple) else ""
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stats.connections -= 1
@@ -59,6 +62,7 @@ class KafkaProtocol(asyncio.Protocol):
                     self._transport.close()
                 return
             self._stats.requests += 1
+            event.client_host = self._peer
             try:
                 outcome = self._dispatch(event)
             except Exception:

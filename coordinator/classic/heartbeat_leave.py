@@ -20,13 +20,12 @@ from coordinator.classic.messages import (
     UNKNOWN_MEMBER_ID,
     HeartbeatRequest,
     HeartbeatResponse,
-    JoinGroupResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
     LeftMember,
 )
 from coordinator.classic.rebalance import (
-    complete_join_future,
+    drop_member,
     heartbeat_key,
     maybe_complete_join_phase,
     maybe_prepare_rebalance_or_complete_join,
@@ -72,7 +71,7 @@ def leave_group(txn: Txn, req: LeaveGroupRequest) -> LeaveGroupResponse:
             if static_id is None:
                 answers.append(LeftMember(leaving.member_id, leaving.group_instance_id, ErrorCode.unknown_member_id))
                 continue
-            _remove_current_member(txn, group, static_id)
+            drop_member(txn, group, static_id)
         elif group.is_pending_member(leaving.member_id):
             group.remove(leaving.member_id)
             txn.timer.cancel(heartbeat_key(group.group_id, leaving.member_id))
@@ -81,7 +80,7 @@ def leave_group(txn: Txn, req: LeaveGroupRequest) -> LeaveGroupResponse:
             if error is not None:
                 answers.append(LeftMember(leaving.member_id, leaving.group_instance_id, error))
                 continue
-            _remove_current_member(txn, group, leaving.member_id)
+            drop_member(txn, group, leaving.member_id)
         answers.append(LeftMember(leaving.member_id, leaving.group_instance_id, ErrorCode.none))
 
     if any(a.error_code == ErrorCode.none for a in answers):
@@ -92,7 +91,3 @@ def leave_group(txn: Txn, req: LeaveGroupRequest) -> LeaveGroupResponse:
     return LeaveGroupResponse(ErrorCode.none, tuple(answers))
 
 
-def _remove_current_member(txn: Txn, group: ClassicGroup, member_id: str) -> None:
-    txn.timer.cancel(heartbeat_key(group.group_id, member_id))
-    complete_join_future(txn, group, member_id, JoinGroupResponse(ErrorCode.unknown_member_id, UNKNOWN_MEMBER_ID))
-    group.remove(member_id)

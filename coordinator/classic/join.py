@@ -22,6 +22,7 @@ from kio.schema.errors import ErrorCode
 from coordinator.classic.group import ClassicGroup, ClassicMember
 from coordinator.classic.messages import UNKNOWN_MEMBER_ID, JoinGroupRequest, JoinGroupResponse, SyncGroupResponse
 from coordinator.classic.rebalance import (
+    drop_member,
     heartbeat_key,
     join_response,
     maybe_complete_join_phase,
@@ -73,7 +74,7 @@ def join_group(txn: Txn, req: JoinGroupRequest, token: RequestToken) -> JoinGrou
         created = False
 
     if not _accept_joining_member(group, req.member_id, config.max_size):
-        group.remove(req.member_id)
+        drop_member(txn, group, req.member_id, ErrorCode.group_max_size_reached)
         response: JoinGroupResponse = _error(ErrorCode.group_max_size_reached)
     elif unknown_member:
         response = _join_new_member(txn, group, req, token)

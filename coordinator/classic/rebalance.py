@@ -61,6 +61,19 @@ def complete_sync_future(txn: Txn, group: ClassicGroup, member_id: str, response
     return True
 
 
+def drop_member(txn: Txn, group: ClassicGroup, member_id: str, error: ErrorCode = ErrorCode.unknown_member_id) -> None:
+    """Remove a member, answering whatever it still has parked: no request may hang, and a parked
+    answer that never comes would also hold back every later answer on the client's connection."""
+    member = group.members.get(member_id)
+    if member is not None:
+        if member.awaiting_join is not None:
+            txn.reply(member.awaiting_join, JoinGroupResponse(error, UNKNOWN_MEMBER_ID))
+        if member.awaiting_sync is not None:
+            txn.reply(member.awaiting_sync, SyncGroupResponse(error))
+    group.remove(member_id)
+    txn.timer.cancel(heartbeat_key(group.group_id, member_id))
+
+
 def join_response(group: ClassicGroup, member_id: str, *, with_members: bool, skip_assignment: bool = False) -> JoinGroupResponse:
     members = ()
     if with_members:
@@ -148,8 +161,7 @@ def complete_join(txn: Txn, group: ClassicGroup) -> None:
     txn.timer.cancel(join_key(group.group_id))
     for member in group.not_yet_rejoined():
         if not member.is_static:  # static members keep their place across a missed rebalance
-            group.remove(member.member_id)
-            txn.timer.cancel(heartbeat_key(group.group_id, member.member_id))
+            drop_member(txn, group, member.member_id)
     if group.is_in(S.DEAD):
         return
     if not group.maybe_elect_new_joined_leader() and group.members:
@@ -197,8 +209,7 @@ def expire_pending_sync(txn: Txn, group: ClassicGroup, generation_id: int) -> No
         return
     if group.pending_sync_members:
         for member_id in sorted(group.pending_sync_members):
-            group.remove(member_id)
-            txn.timer.cancel(heartbeat_key(group.group_id, member_id))
+            drop_member(txn, group, member_id)
         prepare_rebalance(txn, group, "members did not send SyncGroup in time")
 
 
@@ -228,9 +239,8 @@ def propagate_assignment(txn: Txn, group: ClassicGroup, error: ErrorCode) -> Non
 
 
 def remove_member_and_update_group(txn: Txn, group: ClassicGroup, member_id: str, reason: str) -> None:
-    # A new member may time out while parked in JoinGroup: answer it so that a live client retries.
-    complete_join_future(txn, group, member_id, JoinGroupResponse(ErrorCode.unknown_member_id, UNKNOWN_MEMBER_ID))
-    group.remove(member_id)
+    # A new member may time out while parked in JoinGroup: answering it lets a live client retry.
+    drop_member(txn, group, member_id)
     if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
         maybe_prepare_rebalance_or_complete_join(txn, group, reason)
     elif group.is_in(S.PREPARING_REBALANCE) and group.has_all_members_joined():

@@ -14,7 +14,6 @@ from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersio
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.find_coordinator.v4.response import FindCoordinatorResponse
-from kio.schema.heartbeat.v4.request import HeartbeatRequest
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.serial import entity_reader, entity_writer
 
@@ -170,12 +169,12 @@ def test_bad_input_closes_only_that_connection(cluster, payload):
 
 
 def test_unsupported_version_closes_but_api_versions_negotiates(cluster):
-    buf = io.BytesIO()
-    entity_writer(RequestHeader)(buf, RequestHeader(request_api_key=12, request_api_version=4, correlation_id=1, client_id="t"))
-    entity_writer(HeartbeatRequest)(buf, HeartbeatRequest(group_id="g", generation_id=1, member_id="m", group_instance_id=None))
-    data = buf.getvalue()
+    from cluster.gateway.apis import SUPPORTED
+
+    beyond = SUPPORTED[0][1] + 1  # one Produce version past what we advertise
+    data = struct.pack(">hhih", 0, beyond, 1, -1) + b"\x00" * 16
     with socket.create_connection(("127.0.0.1", cluster.port), timeout=10) as s:
-        s.sendall(struct.pack(">i", len(data)) + data)  # Heartbeat is not served yet: Kafka closes
+        s.sendall(struct.pack(">i", len(data)) + data)  # an unadvertised version: Kafka closes
         assert _closed_by_peer(s)
     frame = struct.pack(">hhih", 18, 77, 9, -1) + b"\x00anything"
     with socket.create_connection(("127.0.0.1", cluster.port), timeout=10) as s:

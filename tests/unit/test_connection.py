@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.errors import ErrorCode
-from kio.schema.heartbeat.v4.request import HeartbeatRequest
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.serial import entity_reader, entity_writer
@@ -70,9 +69,9 @@ def test_unknown_api_key_closes_like_kafka():
 
 
 def test_unsupported_version_of_a_known_api_closes_like_kafka():
-    body = HeartbeatRequest(group_id="g", generation_id=1, member_id="m", group_instance_id=None)
-    events = KafkaConnection().receive(frame(ApiKey.HEARTBEAT, 4, body))
-    assert isinstance(events[0], Close)
+    lo, hi = SUPPORTED[ApiKey.PRODUCE]
+    events = KafkaConnection().receive(frame(ApiKey.PRODUCE, hi + 1, raw=b"\x00" * 16))
+    assert isinstance(events[0], Close) and f"version {hi + 1}" in events[0].reason
 
 
 def test_api_versions_at_an_unknown_version_is_answered_v0_with_unsupported_version():

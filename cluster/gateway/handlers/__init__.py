@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cluster.gateway.apis import ADMIN_API_KEY, ApiKey
-from cluster.gateway.handlers import admin, fetch, meta, produce, producer_id, topics
+from cluster.gateway.handlers import admin, fetch, groups, meta, produce, producer_id, topics
 
 HANDLERS = {
     ApiKey.API_VERSIONS: meta.api_versions,
@@ -17,5 +17,14 @@ HANDLERS = {
     ApiKey.FETCH: fetch.fetch,
     ApiKey.LIST_OFFSETS: fetch.list_offsets,
     ApiKey.INIT_PRODUCER_ID: producer_id.init_producer_id,
+    ApiKey.JOIN_GROUP: groups.join_group,
+    ApiKey.SYNC_GROUP: groups.sync_group,
+    ApiKey.HEARTBEAT: groups.heartbeat,
+    ApiKey.LEAVE_GROUP: groups.leave_group,
+    ApiKey.OFFSET_COMMIT: groups.offset_commit,
+    ApiKey.OFFSET_FETCH: groups.offset_fetch,
+    ApiKey.DESCRIBE_GROUPS: groups.describe_groups,
+    ApiKey.LIST_GROUPS: groups.list_groups,
+    ApiKey.DELETE_GROUPS: groups.delete_groups,
     ADMIN_API_KEY: admin.admin,
 }

@@ -6,9 +6,12 @@ or {"ok": false, "error": "one line"}. Documented in PROTOCOL.md §1 (raygroups 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import msgpack
+
+from cluster.actors.common import ActorKind
 
 
 async def admin(gw: Any, request: Any) -> bytes:
@@ -23,6 +26,7 @@ async def admin(gw: Any, request: Any) -> bytes:
         if op == "status":
             result: Any = await controller.status.remote()
             result["gateway"] = {"node_id": gw.node_id, "refreshes": gw.router.refreshes}
+            result["groups"] = await _groups_by_type_and_state(gw)
         elif op == "actors":
             result = await controller.actors_info.remote()
         elif op == "kill":
@@ -38,3 +42,17 @@ async def admin(gw: Any, request: Any) -> bytes:
         text = cause.args[0] if isinstance(cause, KeyError) and cause.args else str(cause).splitlines()[-1]
         return msgpack.packb({"ok": False, "error": text})
     return msgpack.packb({"ok": True, "result": result}, default=str)
+
+
+async def _groups_by_type_and_state(gw: Any) -> dict[str, dict[str, int]]:
+    """{group type: {state: count}} over every group coordinator (ListGroups without filters)."""
+    handles = [h for name, h in gw.leadership.handles.items() if name.startswith(ActorKind.GROUP_COORDINATOR.value)]
+    answers = await asyncio.gather(*(h.list_groups.remote((), ()) for h in handles), return_exceptions=True)
+    counts: dict[str, dict[str, int]] = {}
+    for answer in answers:
+        if isinstance(answer, BaseException):
+            continue
+        for group in answer[1]:
+            by_state = counts.setdefault(group.group_type, {})
+            by_state[group.state] = by_state.get(group.state, 0) + 1
+    return counts

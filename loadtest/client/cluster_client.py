@@ -1,0 +1,64 @@
+"""What many light members share: bootstrap, metadata and coordinator lookups over one connection."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from cluster.gateway.apis import ApiKey
+from loadtest.client.connection import Connection
+
+RETRIABLE_COORDINATOR_ERRORS = (
+    ErrorCode.not_coordinator,
+    ErrorCode.coordinator_not_available,
+    ErrorCode.coordinator_load_in_progress,
+)
+
+
+class ClusterClient:
+    def __init__(self, bootstrap: str, client_id: str = "raygroups-load") -> None:
+        self.bootstrap = [(h, int(p)) for h, p in (a.strip().rsplit(":", 1) for a in bootstrap.split(","))]
+        self.client_id = client_id
+        self._control: Connection | None = None
+        self._partitions: dict[str, tuple[float, int]] = {}
+
+    async def control(self) -> Connection:
+        if self._control is None or self._control.closed:
+            host, port = self.bootstrap[0]
+            self._control = await Connection.open(host, port, self.client_id)
+        return self._control
+
+    async def open(self, host: str, port: int) -> Connection:
+        return await Connection.open(host, port, self.client_id)
+
+    async def find_coordinator(self, key: str, key_type: int = 0) -> tuple[str, int] | None:
+        response = await (await self.control()).call(
+            ApiKey.FIND_COORDINATOR, 4, {"key_type": key_type, "coordinator_keys": [key]}
+        )
+        (entry,) = response.coordinators
+        if entry.error_code != ErrorCode.none:
+            return None
+        return entry.host, entry.port
+
+    async def partitions_for(self, topics: list[str], max_age_s: float = 5.0) -> dict[str, int]:
+        now = time.monotonic()
+        missing = [t for t in topics if t not in self._partitions or now - self._partitions[t][0] > max_age_s]
+        if missing:
+            response = await (await self.control()).call(
+                ApiKey.METADATA, 12, {"topics": [{"name": t, "topic_id": None} for t in missing], "allow_auto_topic_creation": False}
+            )
+            for t in response.topics:
+                if t.error_code == ErrorCode.none:
+                    self._partitions[t.name] = (now, len(t.partitions))
+        return {t: self._partitions[t][1] for t in topics if t in self._partitions}
+
+    async def create_topic(self, name: str, partitions: int) -> Any:
+        return await (await self.control()).call(
+            ApiKey.CREATE_TOPICS, 7, {"topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1}]}
+        )
+
+    async def close(self) -> None:
+        if self._control is not None:
+            await self._control.close()
