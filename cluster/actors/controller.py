@@ -175,10 +175,12 @@ class Controller:
         entry.ready = True
         self._watchers[entry.name] = asyncio.get_running_loop().create_task(self._watch(entry))
 
-    def _spawn_gateway(self, node_id: int) -> ActorEntry:
+    def _spawn_gateway(self, node_id: int, port: int | None = None) -> ActorEntry:
+        """A gateway; a restarted one takes the port of the one it replaces (clients know it)."""
         from cluster.actors.gateway import GatewayActor
 
-        port = self.base_port + node_id if self.base_port else 0
+        if port is None:
+            port = self.base_port + node_id if self.base_port else 0
         name = f"gateway-{node_id}"
         handle = GatewayActor.options(name=name, namespace=self.namespace, **ACTOR_OPTIONS).remote(
             node_id, self.host, port, self.config, ray.get_runtime_context().current_actor
@@ -212,12 +214,10 @@ class Controller:
         self._event("actor-died", f"{entry.name} died")
         if entry.kind is ActorKind.GATEWAY:
             # A broker restart as clients see it: same node id, same port.
-            replacement = self._spawn_gateway(entry.gateway.node_id)
-            replacement.gateway = GatewayAddress(entry.gateway.node_id, self.host, entry.gateway.port)
             del self.actors[entry.name]
-            self.actors[replacement.name] = replacement
+            replacement = self._spawn_gateway(entry.gateway.node_id, entry.gateway.port)
             await self._start_gateway(replacement)
-            self._event("gateway-restarted", f"{replacement.name} listening again on port {entry.gateway.port}")
+            self._event("gateway-restarted", f"{replacement.name} listening again on {replacement.gateway.host}:{replacement.gateway.port}")
             return
         started = time.time()
         replacement = self._spawn(entry.kind) if self.config["raygroups.actor.replace"] else None

@@ -89,3 +89,37 @@ def test_killing_a_partition_leader_mid_produce_loses_no_acknowledged_record(tmp
         assert cluster.wait_for_event(f"{victim} died", f"partitions of {victim} moved"), cluster.events()
     finally:
         cluster.stop()
+
+
+def test_a_killed_gateway_comes_back_on_its_port_and_clients_resume(tmp_path):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    cluster = ClusterProcess(tmp_path / "data").start()  # one gateway, on a port picked at start
+    try:
+        create_topic(cluster.bootstrap, "through-gateway", 2)
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "gw", "enable.auto.commit": False})
+        consumer.assign([TopicPartition("through-gateway", p, 0) for p in range(2)])
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+        received: list[float] = []
+        killed_at = None
+        start = time.time()
+        while time.time() - start < 30:
+            producer.produce("through-gateway", value=b"x", partition=len(received) % 2)
+            producer.poll(0)
+            msg = consumer.poll(0.2)
+            if msg is not None and not msg.error():
+                received.append(time.time())
+            if killed_at is None and len(received) >= 5:
+                assert cluster.cli("kill", "gateway-0").returncode == 0
+                killed_at = time.time()
+            if killed_at is not None and received[-1] > killed_at + 1 and len([t for t in received if t > killed_at]) >= 5:
+                break
+        assert killed_at is not None
+        resumed = [t for t in received if t > killed_at]
+        assert len(resumed) >= 5, "no records through the restarted gateway"
+        assert resumed[0] - killed_at < 15
+        assert cluster.wait_for_event(f"gateway-0 listening again on 127.0.0.1:{cluster.port}")
+        producer.flush(30)
+        consumer.close()
+    finally:
+        cluster.stop()
