@@ -17,3 +17,7 @@ class GroupCoordinatorConfig:
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # offsets.retention.minutes
     offsets_retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
     offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
+    share_heartbeat_interval_ms: int = 5000  # group.share.heartbeat.interval.ms
+    share_session_timeout_ms: int = 45_000  # group.share.session.timeout.ms
+    share_max_size: int = 200  # group.share.max.size
+    share_initialize_retry_interval_ms: int = 30_000  # group.share.initialize.retry.interval.ms

@@ -27,8 +27,29 @@ from coordinator.classic.state import ClassicGroupState as S
 from coordinator.clock import Clock
 from coordinator.codec import Record
 from coordinator.config import GroupCoordinatorConfig
-from coordinator.records import ClassicGroupStateKey, GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue
+from coordinator.records import (
+    SHARE_GROUP_KEYS,
+    ClassicGroupStateKey,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
 from coordinator.result import RequestToken, Result
+from coordinator.share import admin as share_admin
+from coordinator.share import group as share_group
+from coordinator.share import heartbeat as share_heartbeat
+from coordinator.share import share_state
+from coordinator.share.group import ShareGroup
+from coordinator.share.messages import (
+    DescribedShareGroup,
+    ShareGroupHeartbeatRequest,
+    ShareHeartbeatOutcome,
+    ShareStateDelete,
+    ShareStateInitResult,
+    TopicImage,
+)
+from coordinator.share.metadata import EMPTY_IMAGE, TopicsImage
 from coordinator.timer import Timer
 from coordinator.txn import Txn
 
@@ -52,6 +73,9 @@ class GroupCoordinatorShard:
         self.new_member_id = new_member_id
         self.groups: dict[str, Any] = {}
         self.offsets: dict[str, dict[tuple[str, int], OffsetCommitValue]] = {}
+        # The cluster's topic metadata (Kafka's metadata image): given by update_topics, not logged.
+        self.topics_image: TopicsImage = EMPTY_IMAGE
+        self._topics_known = False
 
     # -- classic group operations ----------------------------------------------------------------
 
@@ -95,6 +119,50 @@ class GroupCoordinatorShard:
         txn = Txn(self, token)
         deleted: list[DeletedGroup] = [admin.delete_group(txn, g) for g in group_ids]
         return txn.result(deleted)
+
+    # -- share group operations (coordinator/share/) -------------------------------------------------
+
+    def share_group_heartbeat(self, req: ShareGroupHeartbeatRequest, token: RequestToken | None = None) -> Result:
+        txn = Txn(self, token)
+        outcome: ShareHeartbeatOutcome = share_heartbeat.share_group_heartbeat(txn, req)
+        return txn.result(outcome)
+
+    def share_state_initialized(
+        self, group_id: str, results: tuple[ShareStateInitResult, ...], token: RequestToken | None = None
+    ) -> Result:
+        txn = Txn(self, token)
+        share_state.share_state_initialized(txn, group_id, results)
+        return txn.result()
+
+    def share_group_describe(self, group_ids: tuple[str, ...], token: RequestToken | None = None) -> Result:
+        txn = Txn(self, token)
+        described: list[DescribedShareGroup] = [share_admin.describe_share_group(txn, g) for g in group_ids]
+        return txn.result(described)
+
+    def share_group_topics(self, group_ids: tuple[str, ...], token: RequestToken | None = None) -> Result:
+        txn = Txn(self, token)
+        return txn.result([share_admin.share_group_topics(txn, g) for g in group_ids])
+
+    def update_topics(self, topics: tuple[TopicImage, ...], token: RequestToken | None = None) -> Result:
+        """The cluster's topic metadata changed (Kafka's onMetadataUpdate + maybeCleanupShareGroupState).
+
+        The image is not a record: it is the cluster's, given again after a failover. Topics that
+        vanished are forgotten by every share group's share-state metadata (records), and their share
+        partitions are answered (ShareStateDelete) for the cluster to delete. The first image given to
+        a shard deletes nothing: an empty or partial first image must not wipe share state."""
+        new_image = TopicsImage.of(topics)
+        txn = Txn(self, token)
+        deletes: tuple[ShareStateDelete, ...] = ()
+        if self._topics_known:
+            deletes = share_state.cleanup_deleted_topics(txn, share_state.vanished_topic_ids(self.groups, new_image))
+        self.topics_image = new_image
+        self._topics_known = True
+        return txn.result(deletes)
+
+    def expire_share_session(self, group_id: str, member_id: str) -> Result:
+        txn = Txn(self)
+        share_heartbeat.expire_session(txn, group_id, member_id)
+        return txn.result()
 
     # -- timer operations (scheduled by the operations above) ---------------------------------------
 
@@ -158,6 +226,8 @@ class GroupCoordinatorShard:
                 self.groups.pop(key.group_id, None)
             else:
                 self.groups[key.group_id] = record.value
+        elif isinstance(key, SHARE_GROUP_KEYS):
+            share_group.replay(self.groups, record)
         else:
             raise TypeError(f"group coordinator cannot replay {type(key).__name__}")
 
@@ -171,6 +241,13 @@ class GroupCoordinatorShard:
                         rebalance.heartbeat_key(group.group_id, member.member_id),
                         member.session_timeout_ms,
                         lambda g=group.group_id, m=member.member_id: self.expire_heartbeat(g, m),
+                    )
+            elif isinstance(group, ShareGroup):
+                for member_id in group.members:
+                    self.timer.schedule(
+                        share_heartbeat.session_key(group.group_id, member_id),
+                        self.config.share_session_timeout_ms,
+                        lambda g=group.group_id, m=member_id: self.expire_share_session(g, m),
                     )
         self._schedule_offsets_cleanup()
 
@@ -193,6 +270,8 @@ class GroupCoordinatorShard:
                         for m in group.members.values()
                     ),
                 )
+            elif isinstance(group, ShareGroup):
+                view["groups"][group_id] = group.durable_view()
         return view
 
 

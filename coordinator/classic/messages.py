@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from kio.schema.errors import ErrorCode
 
 from coordinator.classic.group import Protocols
+from coordinator.share.messages import ShareStateDelete
 
 UNKNOWN_MEMBER_ID = ""
 
@@ -189,3 +190,6 @@ class ListedGroup:
 class DeletedGroup:
     group_id: str
     error_code: ErrorCode
+    # A deleted share group's share partitions, whose durable state the cluster must delete on the
+    # share coordinators (Kafka's DeleteShareGroupState before the group's tombstones).
+    share_state_deletes: tuple[ShareStateDelete, ...] = ()

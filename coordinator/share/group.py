@@ -1,0 +1,311 @@
+"""A share group and its members, as the group coordinator holds them (seed 001 §5-2-1-3; Kafka 4.x
+`modern/share/ShareGroup`, `ShareGroupMember`, `ModernGroup`, `GroupMetadataManager.replay`).
+
+Everything here is durable: the group epoch and metadata hash (ShareGroupMetadata), each member's
+subscription (ShareGroupMemberMetadata) and current assignment (ShareGroupCurrentMemberAssignment),
+the target assignment (ShareGroupTargetAssignmentMember/-Metadata) and which share partitions have
+their share state initializing, initialized or being deleted (ShareGroupStatePartitionMetadata).
+`replay` applies those records and is the only code that changes a share group; an operation reads
+the group and writes records. Members are immutable: a change makes a new member.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+from uuid import UUID
+
+from coordinator.codec import Record
+from coordinator.records import (
+    ShareGroupCurrentMemberAssignmentKey,
+    ShareGroupMemberMetadataKey,
+    ShareGroupMetadataKey,
+    ShareGroupStatePartitionMetadataKey,
+    ShareGroupTargetAssignmentMemberKey,
+    ShareGroupTargetAssignmentMetadataKey,
+    ShareTopicPartitions,
+    ShareTopicPartitionsInfo,
+)
+
+TopicPartitions = Mapping[UUID, frozenset[int]]  # topic id -> partitions; never an empty set
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+
+
+class IllegalTransition(RuntimeError):
+    pass
+
+
+class ShareGroupState(enum.Enum):
+    """Kafka's ShareGroupState; the state follows the members (ShareGroup.maybeUpdateGroupState).
+
+        Empty  -> Stable  (a member joins)
+        Stable -> Empty   (the last member leaves or its session expires)
+        any    -> Dead    (the group is deleted: its ShareGroupMetadata tombstone)
+    """
+
+    EMPTY = "Empty"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+    def validate_transition(self, target: "ShareGroupState") -> None:
+        """Raise, changing nothing, unless self -> target is legal (staying put is)."""
+        if target is not self and self not in _VALID_PREVIOUS[target]:
+            raise IllegalTransition(f"share group cannot go from {self.value} to {target.value}")
+
+
+_S = ShareGroupState
+_VALID_PREVIOUS: dict[ShareGroupState, frozenset[ShareGroupState]] = {
+    _S.EMPTY: frozenset({_S.STABLE}),
+    _S.STABLE: frozenset({_S.EMPTY}),
+    _S.DEAD: frozenset({_S.EMPTY, _S.STABLE}),
+}
+
+
+class MemberState(enum.IntEnum):
+    """Kafka's modern MemberState values (as written in ShareGroupCurrentMemberAssignment.State).
+
+    A share member takes its target assignment at once (nothing to revoke first), so it is always
+    STABLE; the other values exist only to read what Kafka could write."""
+
+    STABLE = 0
+    UNREVOKED_PARTITIONS = 1
+    UNRELEASED_PARTITIONS = 2
+    UNKNOWN = 127
+
+
+def freeze_partitions(partitions: Mapping[UUID, Iterable[int]]) -> dict[UUID, frozenset[int]]:
+    """An assignment in canonical form: frozensets, no topic with no partitions."""
+    return {topic_id: frozenset(ps) for topic_id, ps in partitions.items() if ps}
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMember:
+    """Kafka's ShareGroupMember (its Builder's defaults for a new member)."""
+
+    member_id: str
+    member_epoch: int = 0
+    previous_member_epoch: int = -1
+    state: MemberState = MemberState.STABLE
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: frozenset[str] = frozenset()
+    assigned_partitions: TopicPartitions = field(default_factory=dict)
+
+    def is_reconciled_to(self, target_assignment_epoch: int) -> bool:
+        return self.state is MemberState.STABLE and self.member_epoch == target_assignment_epoch
+
+
+@dataclass(frozen=True, slots=True)
+class InitMapValue:
+    """Kafka's ShareGroup.InitMapValue: a topic's name, partitions and when they were recorded."""
+
+    name: str
+    partitions: frozenset[int]
+    timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareStatePartitionMetadata:
+    """Kafka's ShareGroupStatePartitionMetadataInfo: share partitions whose share state is being
+    initialized, is initialized (and so may be assigned), or is being deleted."""
+
+    initializing: Mapping[UUID, InitMapValue] = field(default_factory=dict)
+    initialized: Mapping[UUID, InitMapValue] = field(default_factory=dict)
+    deleting: Mapping[UUID, str] = field(default_factory=dict)  # topic id -> topic name
+
+
+EMPTY_SHARE_STATE = ShareStatePartitionMetadata()
+
+
+@dataclass(slots=True)
+class ShareGroup:
+    group_id: str
+    state: ShareGroupState = ShareGroupState.EMPTY
+    group_epoch: int = 0
+    metadata_hash: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ShareGroupMember] = field(default_factory=dict)
+    target_assignment: dict[str, TopicPartitions] = field(default_factory=dict)
+    share_state: ShareStatePartitionMetadata | None = None
+
+    @property
+    def protocol_type(self) -> str:
+        return "share"
+
+    def is_empty(self) -> bool:
+        return self.state is ShareGroupState.EMPTY
+
+    def subscribed_topic_names(self, without: str | None = None) -> frozenset[str]:
+        """The union of the members' subscriptions (Kafka's subscribedTopicNames keys)."""
+        names: set[str] = set()
+        for member_id, member in self.members.items():
+            if member_id != without:
+                names |= member.subscribed_topic_names
+        return frozenset(names)
+
+    # -- replay helpers (only `replay` below calls them) ----------------------------------------------
+
+    def _update_state(self) -> None:
+        target = ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY
+        self.state.validate_transition(target)
+        self.state = target
+
+    def _put_member(self, member: ShareGroupMember) -> None:
+        self.members[member.member_id] = member
+        self._update_state()
+
+    def _remove_member(self, member_id: str) -> None:
+        self.members.pop(member_id, None)
+        self._update_state()
+
+    def durable_view(self) -> tuple[Any, ...]:
+        """Everything the log holds about the group, for comparing a live group with a replayed one."""
+        share_state = self.share_state
+        return (
+            "share",
+            self.state.value,
+            self.group_epoch,
+            self.metadata_hash,
+            self.assignment_epoch,
+            tuple(sorted((mid, _member_view(m)) for mid, m in self.members.items())),
+            tuple(sorted((mid, _partitions_view(p)) for mid, p in self.target_assignment.items())),
+            None if share_state is None else (
+                _init_view(share_state.initializing),
+                _init_view(share_state.initialized),
+                tuple(sorted(share_state.deleting.items())),
+            ),
+        )
+
+
+def _partitions_view(partitions: TopicPartitions) -> tuple[tuple[UUID, tuple[int, ...]], ...]:
+    return tuple((topic_id, tuple(sorted(ps))) for topic_id, ps in sorted(partitions.items()))
+
+
+def _member_view(m: ShareGroupMember) -> tuple[Any, ...]:
+    return (
+        m.member_epoch,
+        m.previous_member_epoch,
+        int(m.state),
+        m.rack_id,
+        m.client_id,
+        m.client_host,
+        tuple(sorted(m.subscribed_topic_names)),
+        _partitions_view(m.assigned_partitions),
+    )
+
+
+def _init_view(topics: Mapping[UUID, InitMapValue]) -> tuple[Any, ...]:
+    return tuple((tid, v.name, tuple(sorted(v.partitions)), v.timestamp) for tid, v in sorted(topics.items()))
+
+
+# -- replay (Kafka's GroupMetadataManager.replay for the ShareGroup* records) ---------------------------
+
+
+class GroupTypeConflict(RuntimeError):
+    """A share record names a group id that another group type holds: the log is inconsistent."""
+
+
+def _partitions_from(topics: Iterable[ShareTopicPartitions]) -> dict[UUID, frozenset[int]]:
+    return freeze_partitions({tp.topic_id: tp.partitions for tp in topics})
+
+
+def _init_map(topics: Iterable[ShareTopicPartitionsInfo]) -> dict[UUID, InitMapValue]:
+    return {t.topic_id: InitMapValue(t.topic_name, frozenset(t.partitions), t.create_timestamp) for t in topics}
+
+
+def _persisted_group(groups: dict[str, Any], group_id: str, create: bool) -> ShareGroup | None:
+    """Kafka's getOrMaybeCreatePersistedShareGroup: None for a tombstone of an unknown group."""
+    group = groups.get(group_id)
+    if group is None:
+        if not create:
+            return None
+        group = ShareGroup(group_id)
+        groups[group_id] = group
+        return group
+    if not isinstance(group, ShareGroup):
+        raise GroupTypeConflict(f"group {group_id} is not a share group")
+    return group
+
+
+def replay(groups: dict[str, Any], record: Record) -> None:
+    """Apply one ShareGroup* record to the shard's groups (keyed by group id, all types together)."""
+    key, value = record.key, record.value
+    group = _persisted_group(groups, key.group_id, value is not None)
+    if group is None:
+        return  # a tombstone for a group that is gone already
+    if isinstance(key, ShareGroupMetadataKey):
+        if value is not None:
+            group.group_epoch = value.epoch
+            group.metadata_hash = value.metadata_hash
+            return
+        if group.members or group.target_assignment or group.assignment_epoch != -1:
+            raise ValueError(f"share group {key.group_id} deleted before its members and target assignment")
+        group.state.validate_transition(ShareGroupState.DEAD)
+        group.state = ShareGroupState.DEAD
+        del groups[key.group_id]
+    elif isinstance(key, ShareGroupMemberMetadataKey):
+        member = group.members.get(key.member_id)
+        if value is not None:
+            member = member or ShareGroupMember(key.member_id)
+            group._put_member(
+                replace(
+                    member,
+                    rack_id=value.rack_id,
+                    client_id=value.client_id,
+                    client_host=value.client_host,
+                    subscribed_topic_names=frozenset(value.subscribed_topic_names),
+                )
+            )
+        elif member is not None:
+            if member.member_epoch != LEAVE_GROUP_MEMBER_EPOCH or key.member_id in group.target_assignment:
+                raise ValueError(f"member {key.member_id} deleted before its assignments")
+            group._remove_member(key.member_id)
+    elif isinstance(key, ShareGroupTargetAssignmentMemberKey):
+        if value is not None:
+            group.target_assignment[key.member_id] = _partitions_from(value.topic_partitions)
+        else:
+            group.target_assignment.pop(key.member_id, None)
+    elif isinstance(key, ShareGroupTargetAssignmentMetadataKey):
+        if value is not None:
+            group.assignment_epoch = value.assignment_epoch
+        else:
+            if group.target_assignment:
+                raise ValueError(f"target assignment of {key.group_id} deleted while members still have one")
+            group.assignment_epoch = -1
+    elif isinstance(key, ShareGroupCurrentMemberAssignmentKey):
+        member = group.members.get(key.member_id)
+        if value is not None:
+            member = member or ShareGroupMember(key.member_id)
+            group._put_member(
+                replace(
+                    member,
+                    member_epoch=value.member_epoch,
+                    previous_member_epoch=value.previous_member_epoch,
+                    state=MemberState(value.state),
+                    assigned_partitions=_partitions_from(value.assigned_partitions),
+                )
+            )
+        elif member is not None:
+            group._put_member(
+                replace(
+                    member,
+                    member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                    previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                    assigned_partitions={},
+                )
+            )
+    elif isinstance(key, ShareGroupStatePartitionMetadataKey):
+        if value is None:
+            group.share_state = None
+        else:
+            group.share_state = ShareStatePartitionMetadata(
+                initializing=_init_map(value.initializing_topics),
+                initialized=_init_map(value.initialized_topics),
+                deleting={t.topic_id: t.topic_name for t in value.deleting_topics},
+            )
+    else:
+        raise TypeError(f"not a share group record: {type(key).__name__}")
