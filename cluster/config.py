@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sharestate.offset_reset import OffsetReset
+
 
 class ConfigError(ValueError):
     pass
@@ -80,7 +82,10 @@ SETTINGS: dict[str, Setting] = {
         Setting("group.share.session.timeout.ms", 45_000, _positive, "share member session timeout"),
         Setting("group.share.max.share.sessions", 2000, _positive, "share sessions per gateway"),
         Setting("group.share.initialize.retry.interval.ms", 30_000, _positive, "share-state initialization retry"),
-        Setting("share.coordinator.snapshot.update.records.per.snapshot", 500, _positive, "ShareUpdates between ShareSnapshots"),
+        Setting("share.coordinator.snapshot.update.records.per.snapshot", 500, _non_negative, "ShareUpdates between ShareSnapshots"),
+        # Kafka sets this per group (a dynamic group config); here it is the cluster-wide default.
+        Setting("share.auto.offset.reset", OffsetReset("latest"), OffsetReset.parse,
+                "where a share group starts on a partition: latest, earliest or by_duration:<ISO-8601>"),
         # brokers and topics
         Setting("socket.request.max.bytes", 104_857_600, _positive, "largest request frame a gateway reads"),
         Setting("num.partitions", 1, _positive, "partitions of an auto-created topic"),

@@ -34,3 +34,8 @@ class Leadership:
         if not self.gateways:
             return -1
         return self.gateways[partition % len(self.gateways)].node_id
+
+
+def empty_leadership() -> Leadership:
+    """What an actor knows before the controller's first push: nothing (it pulls on a miss)."""
+    return Leadership(version=-1, cluster_id="", gateways=[], topics={}, leaders={})

@@ -368,7 +368,9 @@ class SharePartition:
             raise ValueError("acknowledge types must be one for the batch or one per offset")
         if any(t not in AcknowledgeType._value2member_map_ for t in ack.acknowledge_types):
             raise ValueError(f"unknown acknowledge type in {ack.acknowledge_types}")
-        if ack.first_offset < self.start_offset or ack.last_offset > self.end_offset:
+        if ack.last_offset > self.end_offset:  # never delivered: Kafka calls that a bad request
+            raise ValueError(f"offsets {ack.first_offset}-{ack.last_offset} go past the last acquired offset {self.end_offset}")
+        if ack.first_offset < self.start_offset:
             raise InvalidRecordState(f"offsets {ack.first_offset}-{ack.last_offset} are not in flight")
 
     def _states_for(self, lo: int, hi: int, per_offset: bool) -> list[tuple[int, int, InFlightState]]:
@@ -474,6 +476,25 @@ class SharePartition:
             del self.cached_state[first]
             self._firsts.pop(0)
         self.start_offset = max(self.start_offset, self.end_offset + 1)
+
+    def persisted_start_offset(self, transitions: Iterable[int]) -> int:
+        """The start offset to write along with `transitions`, computed when the write is sent.
+
+        Writes of one share partition go out one after another; computed at send time, every
+        earlier write has been answered, so the start offsets written never move backwards.
+        """
+        own = {id(state) for t in transitions for state in self._pending.get(t, ())}
+        return self._start_offset_if_committed(own)
+
+    def delivery_complete_count(self) -> int:
+        """Records from the start offset on that are done (ACKNOWLEDGED or ARCHIVED): Kafka's
+        deliveryCompleteCount, from which lag is computed."""
+        return sum(
+            max(0, l - max(f, self.start_offset) + 1)
+            for first in self._firsts
+            for f, l, state in self.cached_state[first].states()
+            if state.state.terminal and not state.in_transition
+        )
 
     def _start_offset_if_committed(self, own: set[int]) -> int:
         """The start offset once this transition (the states in `own`) commits: what is persisted.

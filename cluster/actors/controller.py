@@ -47,6 +47,8 @@ from cluster.runtime import CoordinatorRuntime, RuntimeConfig
 log = logging.getLogger(__name__)
 
 METADATA_TP = (METADATA_TOPIC, 0)
+# Actors that route calls to other actors and so follow the leadership map.
+_LEADERSHIP_FOLLOWERS = frozenset({ActorKind.GATEWAY, ActorKind.PARTITION_LEADER, ActorKind.GROUP_COORDINATOR})
 _KIND_COUNT_SETTING = {
     ActorKind.GROUP_COORDINATOR: "raygroups.coordinators",
     ActorKind.SHARE_COORDINATOR: "raygroups.share.coordinators",
@@ -162,9 +164,12 @@ class Controller:
         index = self._next_index[kind]
         self._next_index[kind] += 1
         name = f"{kind.value}-{index}"
+        args: tuple[Any, ...] = (name, self.config, str(self.data_dir))
+        if kind in _LEADERSHIP_FOLLOWERS:
+            args += (ray.get_runtime_context().current_actor,)
         handle = cls.options(
             name=name, namespace=self.namespace, scheduling_strategy="SPREAD", **ACTOR_OPTIONS
-        ).remote(name, self.config, str(self.data_dir))
+        ).remote(*args)
         entry = ActorEntry(name, kind, handle)
         self.actors[name] = entry
         return entry
@@ -316,11 +321,12 @@ class Controller:
         )
 
     async def _publish(self) -> None:
+        """Push the map to everyone who routes: gateways, and the actors that call share coordinators."""
         self.version += 1
         snapshot = self.snapshot()
-        gateways = [e for e in self.actors.values() if e.kind is ActorKind.GATEWAY and e.alive and e.ready]
+        followers = [e for e in self.actors.values() if e.kind in _LEADERSHIP_FOLLOWERS and e.alive and e.ready]
         await asyncio.gather(
-            *(_with_timeout(e.handle.update_leadership.remote(snapshot), 5) for e in gateways),
+            *(_with_timeout(e.handle.update_leadership.remote(snapshot), 5) for e in followers),
             return_exceptions=True,
         )
 

@@ -29,7 +29,11 @@ class GatewayActor:
     async def start(self, leadership: Leadership) -> tuple[str, int]:
         self.gateway = Gateway(self.node_id, self.config, self.controller, leadership)
         self.server, self.stats = await serve(
-            self.gateway.dispatch, self.host, self.port, self.config["socket.request.max.bytes"]
+            self.gateway.dispatch,
+            self.host,
+            self.port,
+            self.config["socket.request.max.bytes"],
+            on_close=self.gateway.connection_closed,
         )
         self.port = self.server.sockets[0].getsockname()[1]
         return self.host, self.port

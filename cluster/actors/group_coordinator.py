@@ -1,8 +1,9 @@
 """Group coordinator actor: leads partitions of __consumer_offsets (a thin shell over its runtime).
 
 Gateways batch requests per actor per loop tick: `execute` for operations that answer at once
-(heartbeats, commits, offset fetches, ...), `execute_stream` for those that may park (JoinGroup,
-SyncGroup), whose answers stream back as each completes.
+(heartbeats, commits, offset fetches, share heartbeats, ...), `execute_stream` for those that may
+park (JoinGroup, SyncGroup), whose answers stream back as each completes. Share groups' state is
+initialized and deleted on the share coordinators through the Persister (share_group_state.py).
 """
 
 from __future__ import annotations
@@ -23,8 +24,12 @@ from coordinator.shard import GroupCoordinatorShard
 from cluster.actors.common import ActorKind, setup_logging
 from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorError, CoordinatorHost, Item
 from cluster.config import Config
+from cluster.leadership import Leadership, empty_leadership
 from cluster.metadata import CONSUMER_OFFSETS
+from cluster.persister import Persister
+from cluster.routing import Router
 from cluster.runtime import LoadInProgress, NotCoordinator
+from cluster.share_group_state import ShareGroupState
 
 OPERATIONS = {
     "join": "join_group",
@@ -35,6 +40,9 @@ OPERATIONS = {
     "fetch_offsets": "fetch_offsets",
     "describe": "describe_groups",
     "delete": "delete_groups",
+    "share_heartbeat": "share_group_heartbeat",
+    "share_describe": "share_group_describe",
+    "share_topics": "share_group_topics",
 }
 
 
@@ -47,6 +55,10 @@ def group_coordinator_config(config: Config) -> GroupCoordinatorConfig:
         offsets_retention_ms=config["offsets.retention.minutes"] * 60_000,
         offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
         offset_metadata_max_bytes=config["offset.metadata.max.bytes"],
+        share_heartbeat_interval_ms=config["group.share.heartbeat.interval.ms"],
+        share_session_timeout_ms=config["group.share.session.timeout.ms"],
+        share_max_size=config["group.share.max.size"],
+        share_initialize_retry_interval_ms=config["group.share.initialize.retry.interval.ms"],
     )
 
 
@@ -57,15 +69,30 @@ def new_member_id(prefix: str) -> str:
 
 @ray.remote
 class GroupCoordinatorActor(CoordinatorActorBody):
-    def __init__(self, name: str, config: Config, data_dir: str) -> None:
+    def __init__(self, name: str, config: Config, data_dir: str, controller: Any = None) -> None:
         setup_logging()
         factory = functools.partial(
             GroupCoordinatorShard, config=group_coordinator_config(config), new_member_id=new_member_id
         )
         self.host = CoordinatorHost(name, ActorKind.GROUP_COORDINATOR, CODEC, factory, config, Path(data_dir))
+        self.router = Router(controller, empty_leadership())
+        persister = Persister(self.router, config["share.coordinator.state.topic.num.partitions"])
+        self.share_state = ShareGroupState(self.host.runtime, persister)
+
+    async def update_leadership(self, leadership: Leadership) -> None:
+        self.router.update(leadership)
+        self.share_state.leadership_changed(self.router.leadership)
+
+    async def load(self, items: list[tuple[str, int, int]]) -> list[str]:
+        report = await self.host.load(items)
+        await self.share_state.update_topics([(t, p) for t, p, _ in items if (t, p) in self.host.runtime.partitions])
+        return report
 
     async def execute(self, items: list[Item]) -> list[Any]:
-        return await self.host.execute_all(CONSUMER_OFFSETS, OPERATIONS, items)
+        outcomes = await self.host.execute_all(CONSUMER_OFFSETS, OPERATIONS, items)
+        for item, outcome in zip(items, outcomes):
+            self.share_state.after(item, outcome)
+        return outcomes
 
     async def execute_stream(self, items: list[Item]):
         async for answered in self.host.execute_as_answered(CONSUMER_OFFSETS, OPERATIONS, items):

@@ -1,4 +1,5 @@
-"""Partition leader: the user-topic partitions one actor leads (Produce, Fetch, ListOffsets).
+"""Partition leader: the user-topic partitions one actor leads (Produce, Fetch, ListOffsets), and
+the share groups' in-flight records on them (ShareFetch, ShareAcknowledge: cluster/share_leader.py).
 
 Loading a partition opens its log and rebuilds its idempotent producers' state from the stored
 batch headers, before the partition serves.
@@ -22,9 +23,14 @@ from kio.schema.errors import ErrorCode
 
 from cluster.actors.common import ActorKind, identity, setup_logging, wait_forever
 from cluster.config import Config
+from cluster.leadership import Leadership, empty_leadership
 from cluster.log import FlushPolicy, LogConfig, PartitionLog
 from cluster.partition import FetchOutcome, ProduceOutcome, UserPartition
+from cluster.persister import Persister
 from cluster.producer_state import ProducerStateManager
+from cluster.routing import Router
+from cluster.runtime import LoopWakeups, SystemClock
+from cluster.share_leader import ShareFetchCall, ShareLeader, ShareOutcome
 
 TP = tuple[str, int]
 
@@ -43,6 +49,9 @@ class PartitionLeader:
         config: Config,
         data_dir: Path,
         log_opener: Callable[[Path, LogConfig], PartitionLog] = PartitionLog.open,
+        persister: Any = None,
+        clock: Any = None,
+        wakeups: Any = None,
     ) -> None:
         self.name = name
         self._open_log = log_opener
@@ -51,6 +60,8 @@ class PartitionLeader:
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"{name}-io")
         self.partitions: dict[TP, UserPartition] = {}
         self._log_config = user_log_config(config)
+        clock = clock or SystemClock()
+        self.shares = ShareLeader(config, persister, clock, wakeups or LoopWakeups(clock), self._leading)
 
     # -- leadership -----------------------------------------------------------------------------
 
@@ -61,6 +72,8 @@ class PartitionLeader:
             current = self.partitions.get((topic, p))
             if current is not None:
                 current.epoch = epoch  # re-elected here: the log is already open
+                # Someone else may have led in between: share partitions re-read their state.
+                self.shares.drop_partition(topic, p)
                 return None
             path = self.data_dir / f"{topic}-{p}"
             log = await self._run(self._open_log, path, self._log_config)
@@ -84,6 +97,7 @@ class PartitionLeader:
             await self._run(shutil.rmtree, self.data_dir / f"{topic}-{p}", True)
 
     async def _close(self, tp: TP) -> None:
+        self.shares.drop_partition(*tp)
         partition = self.partitions.pop(tp, None)
         if partition is not None:
             await partition.close()
@@ -177,6 +191,20 @@ class PartitionLeader:
             out.append((ErrorCode.none.value, offset, ts, partition.epoch if offset >= 0 else -1))
         return out
 
+    # -- share groups ------------------------------------------------------------------------------
+
+    async def share_fetch(self, call: ShareFetchCall) -> list[ShareOutcome]:
+        return await self.shares.share_fetch(call)
+
+    def share_wake(self, keys: list[str]) -> None:
+        self.shares.wake(keys)
+
+    def share_release(self, group_id: str, member_id: str, items: list[TP]) -> int:
+        return self.shares.release(group_id, member_id, items)
+
+    def share_evict(self, group_id: str, items: list[TP]) -> None:
+        self.shares.evict(group_id, items)
+
     async def shutdown(self) -> None:
         await self.unload(list(self.partitions))
         self.executor.shutdown(wait=True)
@@ -198,9 +226,14 @@ def _check_client_epoch(client_epoch: int, leader_epoch: int) -> ErrorCode | Non
 
 @ray.remote
 class PartitionLeaderActor:
-    def __init__(self, name: str, config: Config, data_dir: str) -> None:
+    def __init__(self, name: str, config: Config, data_dir: str, controller: Any = None) -> None:
         setup_logging()
-        self.leader = PartitionLeader(name, config, Path(data_dir))
+        self.router = Router(controller, empty_leadership())
+        persister = Persister(self.router, config["share.coordinator.state.topic.num.partitions"])
+        self.leader = PartitionLeader(name, config, Path(data_dir), persister=persister)
+
+    async def update_leadership(self, leadership: Leadership) -> None:
+        self.router.update(leadership)
 
     async def ping(self) -> bool:
         return True
@@ -209,7 +242,11 @@ class PartitionLeaderActor:
         await wait_forever()
 
     async def info(self) -> dict[str, Any]:
-        return {**identity(self.leader.name, ActorKind.PARTITION_LEADER), "partitions": self.leader.led()}
+        return {
+            **identity(self.leader.name, ActorKind.PARTITION_LEADER),
+            "partitions": self.leader.led(),
+            "share_partitions": self.leader.shares.describe(),
+        }
 
     async def load(self, items: list[tuple[str, int, int]]) -> list[str]:
         return await self.leader.load(items)
@@ -228,6 +265,18 @@ class PartitionLeaderActor:
 
     async def list_offsets(self, items) -> list[tuple[int, int, int, int]]:
         return await self.leader.list_offsets(items)
+
+    async def share_fetch(self, call: ShareFetchCall) -> list[ShareOutcome]:
+        return await self.leader.share_fetch(call)
+
+    async def share_wake(self, keys: list[str]) -> None:
+        self.leader.share_wake(keys)
+
+    async def share_release(self, group_id: str, member_id: str, items: list[TP]) -> int:
+        return self.leader.share_release(group_id, member_id, items)
+
+    async def share_evict(self, group_id: str, items: list[TP]) -> None:
+        self.leader.share_evict(group_id, items)
 
     async def shutdown(self) -> None:
         await self.leader.shutdown()

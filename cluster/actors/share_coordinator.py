@@ -1,23 +1,49 @@
-"""Share coordinator actor: leads partitions of __share_group_state (a thin shell over its runtime)."""
+"""Share coordinator actor: leads partitions of __share_group_state (a thin shell over its runtime).
+
+Partition leaders and group coordinators call `execute` through their Persister
+(cluster/persister.py), batched per actor per loop tick; each item names the share-state
+operation, the `__share_group_state` partition, the leader epoch the caller routed with, and
+the request for one (group, topic id, partition).
+"""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from typing import Any
 
 import ray
 
+from sharestate.config import ShareCoordinatorConfig
 from sharestate.coordinator_shard import ShareCoordinatorShard
 from sharestate.records import CODEC
 
 from cluster.actors.common import ActorKind, setup_logging
-from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorHost
+from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorHost, Item
 from cluster.config import Config
+from cluster.metadata import SHARE_GROUP_STATE
+
+OPERATIONS = {
+    "initialize": "initialize_state",
+    "read": "read_state",
+    "write": "write_state",
+    "delete": "delete_state",
+    "summary": "read_state_summary",
+}
+
+
+def share_coordinator_config(config: Config) -> ShareCoordinatorConfig:
+    return ShareCoordinatorConfig(
+        snapshot_update_records_per_snapshot=config["share.coordinator.snapshot.update.records.per.snapshot"],
+    )
 
 
 @ray.remote
 class ShareCoordinatorActor(CoordinatorActorBody):
-    def __init__(self, name: str, config: Config, data_dir: str) -> None:
+    def __init__(self, name: str, config: Config, data_dir: str, controller: Any = None) -> None:
         setup_logging()
-        self.host = CoordinatorHost(
-            name, ActorKind.SHARE_COORDINATOR, CODEC, ShareCoordinatorShard, config, Path(data_dir)
-        )
+        factory = functools.partial(ShareCoordinatorShard, config=share_coordinator_config(config))
+        self.host = CoordinatorHost(name, ActorKind.SHARE_COORDINATOR, CODEC, factory, config, Path(data_dir))
+
+    async def execute(self, items: list[Item]) -> list[Any]:
+        return await self.host.execute_all(SHARE_GROUP_STATE, OPERATIONS, items)

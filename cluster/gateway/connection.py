@@ -40,6 +40,7 @@ class Request:
     # ApiVersions at a version we do not speak: answer as v0 with UNSUPPORTED_VERSION.
     unsupported_api_versions: bool = False
     client_host: str = ""  # the peer's address, as Kafka reports a member's client host
+    connection_id: int = 0  # which client connection it came on (share sessions end with it)
 
 
 @dataclass(slots=True)

@@ -14,7 +14,9 @@ from cluster.config import Config
 from cluster.gateway import producer_ids
 from cluster.gateway.apis import ADMIN_API_KEY, SUPPORTED, ApiKey
 from cluster.gateway.connection import Request, unsupported_api_versions_response
-from cluster.gateway.routing import Router
+from cluster.gateway.share_sessions import ShareSessionCache
+from cluster.persister import Persister
+from cluster.routing import Router
 from cluster.leadership import Leadership
 
 log = logging.getLogger(__name__)
@@ -29,6 +31,8 @@ class Gateway:
         self.controller = controller
         self.router = Router(controller, leadership)
         self.producer_ids = producer_ids.from_controller(controller, f"gateway-{node_id}")
+        self.share_sessions = ShareSessionCache(config["group.share.max.share.sessions"])
+        self.persister = Persister(self.router, config["share.coordinator.state.topic.num.partitions"])
         self._handlers: dict[int, Callable[[Gateway, Request], Any]] = HANDLERS
 
     @property
@@ -42,6 +46,11 @@ class Gateway:
         if handler is None:  # in SUPPORTED but no handler would be a bug: refuse loudly
             raise RuntimeError(f"no handler for api key {request.api_key}")
         return handler(self, request)
+
+    def connection_closed(self, connection_id: int) -> None:
+        from cluster.gateway.handlers.share_fetch import connection_closed
+
+        connection_closed(self, connection_id)
 
 
 __all__ = ["Gateway", "ApiKey", "ADMIN_API_KEY"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -26,11 +27,20 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[Request], Awaitable[Any] | Any]
 MAX_OUTSTANDING = 256
+_connection_ids = itertools.count(1)
 
 
 class KafkaProtocol(asyncio.Protocol):
-    def __init__(self, dispatch: Callable[[Request], Any], max_request_bytes: int, stats: "ServerStats") -> None:
+    def __init__(
+        self,
+        dispatch: Callable[[Request], Any],
+        max_request_bytes: int,
+        stats: "ServerStats",
+        on_close: Callable[[int], None] | None = None,
+    ) -> None:
         self._dispatch = dispatch
+        self._on_close = on_close
+        self._id = next(_connection_ids)
         self._conn = KafkaConnection(max_request_bytes)
         self._pending: collections.deque[tuple[Request, Any]] = collections.deque()
         self._transport: asyncio.Transport | None = None
@@ -51,6 +61,8 @@ class KafkaProtocol(asyncio.Protocol):
             if isinstance(outcome, asyncio.Future):
                 outcome.cancel()
         self._pending.clear()
+        if self._on_close is not None:
+            self._on_close(self._id)
 
     def data_received(self, data: bytes) -> None:
         for event in self._conn.receive(data):
@@ -63,6 +75,7 @@ class KafkaProtocol(asyncio.Protocol):
                 return
             self._stats.requests += 1
             event.client_host = self._peer
+            event.connection_id = self._id
             try:
                 outcome = self._dispatch(event)
             except Exception:
@@ -122,11 +135,19 @@ class ServerStats:
 
 
 async def serve(
-    dispatch: Callable[[Request], Any], host: str, port: int, max_request_bytes: int
+    dispatch: Callable[[Request], Any],
+    host: str,
+    port: int,
+    max_request_bytes: int,
+    on_close: Callable[[int], None] | None = None,
 ) -> tuple[asyncio.Server, ServerStats]:
     stats = ServerStats()
     loop = asyncio.get_running_loop()
     server = await loop.create_server(
-        lambda: KafkaProtocol(dispatch, max_request_bytes, stats), host, port, reuse_address=True, backlog=1024
+        lambda: KafkaProtocol(dispatch, max_request_bytes, stats, on_close),
+        host,
+        port,
+        reuse_address=True,
+        backlog=1024,
     )
     return server, stats

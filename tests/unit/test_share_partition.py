@@ -124,7 +124,8 @@ def test_acknowledging_records_held_by_another_member_is_invalid_and_changes_not
     outcome = h.ack("m2", 3, 7, A.ACCEPT)
     assert outcome.error_code == ErrorCode.invalid_record_state and outcome.write is None
     assert h.sp.offsets() == before
-    assert h.ack("m1", 20, 21, A.ACCEPT).error_code == ErrorCode.invalid_record_state  # never delivered
+    # Never delivered: past the last acquired offset is a bad request (Kafka's INVALID_REQUEST).
+    assert h.ack("m1", 20, 21, A.ACCEPT).error_code == ErrorCode.invalid_request
 
 
 def test_a_failed_state_write_rolls_the_acknowledgement_back():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cluster.gateway.apis import ADMIN_API_KEY, ApiKey
-from cluster.gateway.handlers import admin, fetch, groups, meta, produce, producer_id, topics
+from cluster.gateway.handlers import admin, fetch, groups, meta, produce, producer_id, share_fetch, share_groups, topics
 
 HANDLERS = {
     ApiKey.API_VERSIONS: meta.api_versions,
@@ -26,5 +26,10 @@ HANDLERS = {
     ApiKey.DESCRIBE_GROUPS: groups.describe_groups,
     ApiKey.LIST_GROUPS: groups.list_groups,
     ApiKey.DELETE_GROUPS: groups.delete_groups,
+    ApiKey.SHARE_GROUP_HEARTBEAT: share_groups.share_group_heartbeat,
+    ApiKey.SHARE_GROUP_DESCRIBE: share_groups.share_group_describe,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share_groups.describe_share_group_offsets,
+    ApiKey.SHARE_FETCH: share_fetch.share_fetch,
+    ApiKey.SHARE_ACKNOWLEDGE: share_fetch.share_acknowledge,
     ADMIN_API_KEY: admin.admin,
 }

@@ -18,7 +18,7 @@ from kio.schema.errors import ErrorCode
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.handlers.common import partition_known, refresh_if_unknown, resolve_topic
-from cluster.gateway.routing import ACTOR_GONE, NoLeader
+from cluster.routing import ACTOR_GONE, NoLeader
 from cluster.partition import FetchOutcome
 
 

@@ -34,7 +34,7 @@ from cluster.actors.coordinator_host import CoordinatorError
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.handlers.common import partition_known, refresh_if_unknown
-from cluster.gateway.routing import ACTOR_GONE, NoLeader
+from cluster.routing import ACTOR_GONE, NoLeader
 from cluster.metadata import CONSUMER_OFFSETS
 
 
@@ -272,7 +272,7 @@ async def offset_fetch(gw: Any, request: Request) -> Any:
 # -- DescribeGroups / ListGroups / DeleteGroups ---------------------------------------------------------
 
 
-async def _per_partition(gw: Any, group_ids: list[str], op: str) -> dict[str, Any]:
+async def per_partition(gw: Any, group_ids: list[str], op: str) -> dict[str, Any]:
     """Run op once per coordinator partition over the groups it owns; outcome per group id."""
     by_partition: dict[int, list[str]] = {}
     for g in dict.fromkeys(group_ids):
@@ -287,7 +287,7 @@ async def _per_partition(gw: Any, group_ids: list[str], op: str) -> dict[str, An
 
 async def describe_groups(gw: Any, request: Request) -> Any:
     b, v = request.body, request.api_version
-    per_group = await _per_partition(gw, list(b.groups), "describe")
+    per_group = await per_partition(gw, list(b.groups), "describe")
     groups = []
     for group_id in b.groups:
         d = per_group[group_id]
@@ -347,6 +347,6 @@ async def list_groups(gw: Any, request: Request) -> Any:
 
 async def delete_groups(gw: Any, request: Request) -> Any:
     b, v = request.body, request.api_version
-    per_group = await _per_partition(gw, list(b.groups_names), "delete")
+    per_group = await per_partition(gw, list(b.groups_names), "delete")
     results = [{"group_id": g, "error_code": per_group[g].error_code} for g in b.groups_names]
     return build_response(ApiKey.DELETE_GROUPS, v, {"results": results})

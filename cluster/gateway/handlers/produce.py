@@ -14,7 +14,7 @@ from kio.schema.errors import ErrorCode
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.handlers.common import partition_known, refresh_if_unknown
-from cluster.gateway.routing import NoLeader
+from cluster.routing import NoLeader
 from cluster.partition import ProduceOutcome
 
 

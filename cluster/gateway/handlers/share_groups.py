@@ -1,0 +1,170 @@
+"""ShareGroupHeartbeat, ShareGroupDescribe and DescribeShareGroupOffsets.
+
+A share group lives on the same `__consumer_offsets` partition a classic group of that id would,
+and the request goes to the actor leading it, like every classic group API (groups.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from coordinator.share.messages import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+from sharestate import messages as m
+
+from cluster.actors.coordinator_host import CoordinatorError
+from cluster.gateway.apis import ApiKey, build_response
+from cluster.gateway.connection import Request
+from cluster.gateway.handlers.common import partition_known, refresh_if_unknown
+from cluster.gateway.handlers.groups import call_group, per_partition
+from cluster.routing import NoLeader
+
+
+async def share_group_heartbeat(gw: Any, request: Request) -> Any:
+    b, v = request.body, request.api_version
+    req = ShareGroupHeartbeatRequest(
+        group_id=b.group_id,
+        member_id=b.member_id,
+        member_epoch=b.member_epoch,
+        rack_id=b.rack_id,
+        subscribed_topic_names=None if b.subscribed_topic_names is None else tuple(b.subscribed_topic_names),
+        client_id=request.client_id or "",
+        client_host=f"/{request.client_host}",
+    )
+    outcome = await call_group(gw, b.group_id, "share_heartbeat", req)
+    response = (
+        ShareGroupHeartbeatResponse(outcome.error_code, outcome.message or None, b.member_id, b.member_epoch)
+        if isinstance(outcome, CoordinatorError)
+        else outcome.response
+    )
+    assignment = None
+    if response.assignment is not None:
+        assignment = {
+            "topic_partitions": [
+                {"topic_id": topic_id, "partitions": list(partitions)} for topic_id, partitions in response.assignment
+            ]
+        }
+    return build_response(
+        ApiKey.SHARE_GROUP_HEARTBEAT,
+        v,
+        {
+            "error_code": response.error_code,
+            "error_message": response.error_message,
+            "member_id": response.member_id,
+            "member_epoch": response.member_epoch,
+            "heartbeat_interval": response.heartbeat_interval_ms,
+            "assignment": assignment,
+        },
+    )
+
+
+async def share_group_describe(gw: Any, request: Request) -> Any:
+    b, v = request.body, request.api_version
+    per_group = await per_partition(gw, list(b.group_ids), "share_describe")
+    groups = []
+    for group_id in b.group_ids:
+        d = per_group[group_id]
+        if isinstance(d, CoordinatorError):
+            groups.append(
+                {"error_code": d.error_code, "error_message": d.message or None, "group_id": group_id, "members": []}
+            )
+            continue
+        groups.append(
+            {
+                "error_code": d.error_code,
+                "error_message": d.error_message,
+                "group_id": d.group_id,
+                "group_state": d.group_state,
+                "group_epoch": d.group_epoch,
+                "assignment_epoch": d.assignment_epoch,
+                "assignor_name": d.assignor_name,
+                "authorized_operations": d.authorized_operations,
+                "members": [
+                    {
+                        "member_id": m.member_id,
+                        "rack_id": m.rack_id,
+                        "member_epoch": m.member_epoch,
+                        "client_id": m.client_id,
+                        "client_host": m.client_host,
+                        "subscribed_topic_names": list(m.subscribed_topic_names),
+                        "assignment": {
+                            "topic_partitions": [
+                                {"topic_id": tid, "topic_name": name, "partitions": list(parts)}
+                                for tid, name, parts in m.assignment
+                            ]
+                        },
+                    }
+                    for m in d.members
+                ],
+            }
+        )
+    return build_response(ApiKey.SHARE_GROUP_DESCRIBE, v, {"groups": groups})
+
+
+# -- DescribeShareGroupOffsets ---------------------------------------------------------------------------
+
+
+async def describe_share_group_offsets(gw: Any, request: Request) -> Any:
+    """Each share partition's start offset from the share coordinator (ReadShareGroupStateSummary);
+    v1 adds the lag: records from the start offset to the log end not yet done."""
+    b, v = request.body, request.api_version
+    listed = await per_partition(gw, [g.group_id for g in b.groups], "share_topics")
+    groups = await asyncio.gather(*(_group_offsets(gw, g, listed[g.group_id], v) for g in b.groups))
+    return build_response(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, v, {"groups": list(groups)})
+
+
+async def _group_offsets(gw: Any, group: Any, listed: Any, v: int) -> dict[str, Any]:
+    if isinstance(listed, CoordinatorError) or listed.error_code != ErrorCode.none:
+        code = listed.error_code
+        message = listed.message if isinstance(listed, CoordinatorError) else listed.error_message
+        return {"group_id": group.group_id, "error_code": code, "error_message": message or None, "topics": []}
+    if group.topics is None:
+        wanted = [(tid, name, list(parts)) for tid, name, parts in listed.topics]
+    else:
+        await refresh_if_unknown(gw, [t.topic_name for t in group.topics])
+        wanted = []
+        for t in group.topics:
+            info = gw.leadership.topics.get(t.topic_name)
+            wanted.append((info.topic_id if info else None, t.topic_name, list(t.partitions)))
+
+    async def one(topic_id: Any, name: str, p: int) -> dict[str, Any]:
+        if topic_id is None or not partition_known(gw, name, p):
+            return {"partition_index": p, "start_offset": -1, "leader_epoch": -1, "lag": -1,
+                    "error_code": ErrorCode.unknown_topic_or_partition}
+        summary = await gw.persister.summary(m.ReadShareGroupStateSummaryRequest(group.group_id, topic_id, p))
+        lag = -1
+        if v >= 1 and summary.error_code == ErrorCode.none and summary.start_offset >= 0:
+            end = await _log_end(gw, name, p)
+            if end >= 0:
+                done = max(summary.delivery_complete_count, 0)
+                lag = max(0, end - summary.start_offset - done)
+        return {
+            "partition_index": p,
+            "start_offset": summary.start_offset,
+            "leader_epoch": summary.leader_epoch,
+            "lag": lag,
+            "error_code": summary.error_code,
+            "error_message": summary.error_message,
+        }
+
+    topics = []
+    for topic_id, name, parts in wanted:
+        answers = await asyncio.gather(*(one(topic_id, name, p) for p in parts))
+        topics.append({"topic_name": name, "topic_id": topic_id, "partitions": list(answers)})
+    return {"group_id": group.group_id, "error_code": ErrorCode.none, "topics": topics}
+
+
+async def _log_end(gw: Any, topic: str, partition: int) -> int:
+    try:
+        error, offset, _, _ = await gw.router.call_leader(
+            topic,
+            partition,
+            "list_offsets",
+            lambda epoch: (topic, partition, epoch, -1, -1),
+            lambda r: r[0] == ErrorCode.not_leader_or_follower.value,
+        )
+    except NoLeader:
+        return -1
+    return offset if error == ErrorCode.none.value else -1

@@ -1,0 +1,270 @@
+"""Share partitions on the partition leader, without Ray: a real log, a real share coordinator
+shard in process (tests/local_persister.py), a manual clock for acquisition locks."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+from kio.schema.errors import ErrorCode
+
+from coordinator.clock import ManualClock
+from sharestate.inflight import AcknowledgeType as A
+from sharestate.inflight import RecordState as R
+from sharestate.partition import AcknowledgementBatch
+from sharestate.records import StateBatch
+
+from cluster.actors.partition_leader import PartitionLeader
+from cluster.config import Config
+from cluster.recordbatch import encode_records, iter_batches
+from cluster.runtime import ManualWakeups
+from cluster.share_leader import ShareFetchCall, ShareItem
+from tests.local_persister import LocalPersister
+
+TOPIC_ID = uuid.UUID("6f1a4b1e-2c4d-4e8f-9a0b-1c2d3e4f5a6b")
+GROUP = "g"
+LOCK = 30_000
+CONFIG = {
+    "share.auto.offset.reset": "earliest",
+    "group.share.record.lock.duration.ms": str(LOCK),
+    "group.share.delivery.count.limit": "3",
+}
+
+
+def batch(n: int, first: int = 0) -> bytes:
+    return encode_records([(i, f"k{first + i}".encode(), f"v{first + i}".encode()) for i in range(n)], 1_700_000_000_000)
+
+
+class Harness:
+    def __init__(self, tmp_path: Path, persister: LocalPersister | None = None, epoch: int = 1, **config: str) -> None:
+        self.clock = ManualClock(1_000_000)
+        self.wakeups = ManualWakeups(self.clock)
+        self.persister = persister or LocalPersister()
+        self.epoch = epoch
+        self.tmp_path = tmp_path
+        self.leader = PartitionLeader(
+            "partition-leader-0",
+            Config.load([f"{k}={v}" for k, v in {**CONFIG, **config}.items()]),
+            tmp_path,
+            persister=self.persister,
+            clock=self.clock,
+            wakeups=self.wakeups,
+        )
+
+    async def start(self, initialize: bool = True) -> "Harness":
+        await self.leader.load([("t", 0, self.epoch)])
+        if initialize and self.persister.state(GROUP, TOPIC_ID, 0) is None:
+            from sharestate.messages import InitializeShareGroupStateRequest
+
+            await self.persister.initialize(InitializeShareGroupStateRequest(GROUP, TOPIC_ID, 0, state_epoch=0))
+        return self
+
+    async def produce(self, n: int) -> None:
+        (out,) = await self.leader.produce([("t", 0, self.epoch, batch(n))])
+        assert out.error_code == ErrorCode.none
+
+    async def fetch(self, member: str, max_records: int = 500, acks=(), max_wait_ms: int = 0, fetch: bool = True, wake_key=None):
+        item = ShareItem("t", 0, self.epoch, TOPIC_ID, tuple(acks), fetch)
+        (out,) = await self.leader.share_fetch(
+            ShareFetchCall(GROUP, member, (item,), max_wait_ms=max_wait_ms, max_records=max_records, wake_key=wake_key)
+        )
+        return out
+
+    def share(self):
+        return self.leader.shares.contexts[(GROUP, "t", 0)].share
+
+    def durable(self):
+        return self.persister.state(GROUP, TOPIC_ID, 0)
+
+    async def settle(self) -> None:
+        for _ in range(5):
+            await asyncio.sleep(0)
+
+
+def ack(first: int, last: int, kind: A) -> AcknowledgementBatch:
+    return AcknowledgementBatch(first, last, (int(kind),))
+
+
+def ranges(out) -> list[tuple[int, int, int]]:
+    return [(a.first_offset, a.last_offset, a.delivery_count) for a in out.acquired]
+
+
+def test_fetch_acquires_whole_batches_and_an_accept_is_written_before_it_succeeds(tmp_path):
+    async def main():
+        h = await Harness(tmp_path).start()
+        await h.produce(3)
+        await h.produce(4)
+        out = await h.fetch("m1", max_records=2)
+        # max_records may be exceeded to keep a log batch whole (Kafka acquires by batch).
+        assert out.error_code == ErrorCode.none and ranges(out) == [(0, 2, 1)]
+        assert [h.base_offset for _, h in iter_batches(out.records)] == [0]
+        other = await h.fetch("m2")
+        assert ranges(other) == [(3, 6, 1)]  # never the same records to two members
+        out = await h.fetch("m1", acks=[ack(0, 2, A.ACCEPT)], fetch=False)
+        assert out.acknowledge_error_code == ErrorCode.none
+        assert h.durable().start_offset == 3 and h.durable().state_batches == ()
+        assert h.persister.writes[-1].state_batches == (StateBatch(0, 2, R.ACKNOWLEDGED.value, 1),)
+        assert h.persister.writes[-1].leader_epoch == 1
+        await h.leader.shutdown()
+
+    asyncio.run(main())
+
+
+def test_release_and_lock_expiry_make_records_available_again_with_a_higher_delivery_count(tmp_path):
+    async def main():
+        h = await Harness(tmp_path).start()
+        await h.produce(2)
+        await h.produce(2)
+        assert ranges(await h.fetch("m1")) == [(0, 1, 1), (2, 3, 1)]
+        out = await h.fetch("m1", acks=[ack(0, 1, A.RELEASE)])
+        assert out.acknowledge_error_code == ErrorCode.none
+        assert ranges(out) == [(0, 1, 2)]  # released records come straight back, delivery count 2
+        assert h.durable().state_batches == (StateBatch(0, 1, R.AVAILABLE.value, 1),)
+        h.wakeups.advance(LOCK)  # both locks expire
+        await h.settle()
+        assert h.share().offsets()[2] == (R.AVAILABLE, 1, "")
+        assert ranges(await h.fetch("m2")) == [(0, 1, 3), (2, 3, 2)]
+        # The third delivery of 0-1 was the last (limit 3): its release archives them.
+        out = await h.fetch("m2", acks=[ack(0, 1, A.RELEASE), ack(2, 3, A.ACCEPT)], fetch=False)
+        assert out.acknowledge_error_code == ErrorCode.none
+        assert h.durable().start_offset == 4
+        await h.leader.shutdown()
+
+    asyncio.run(main())
+
+
+def test_a_refused_write_fails_the_acknowledgement_and_rolls_it_back(tmp_path):
+    async def main():
+        h = await Harness(tmp_path).start()
+        await h.produce(3)
+        await h.fetch("m1")
+        h.persister.refuse_writes = ErrorCode.coordinator_not_available
+        out = await h.fetch("m1", acks=[ack(0, 2, A.ACCEPT)], fetch=False)
+        assert out.acknowledge_error_code == ErrorCode.coordinator_not_available
+        assert h.share().offsets()[0] == (R.ACQUIRED, 1, "m1")  # still the member's to acknowledge
+        h.persister.refuse_writes = None
+        out = await h.fetch("m1", acks=[ack(0, 2, A.ACCEPT)], fetch=False)
+        assert out.acknowledge_error_code == ErrorCode.none and h.durable().start_offset == 3
+        await h.leader.shutdown()
+
+    asyncio.run(main())
+
+
+def test_acknowledging_records_of_another_member_is_invalid_record_state(tmp_path):
+    async def main():
+        h = await Harness(tmp_path).start()
+        await h.produce(3)
+        await h.fetch("m1")
+        out = await h.fetch("m2", acks=[ack(0, 2, A.ACCEPT)], fetch=False)
+        assert out.acknowledge_error_code == ErrorCode.invalid_record_state
+        assert h.persister.writes == []
+        await h.leader.shutdown()
+
+    asyncio.run(main())
+
+
+def test_a_waiting_fetch_is_completed_by_new_records_and_by_wake(tmp_path):
+    async def main():
+        h = await Harness(tmp_path).start()
+        waiting = asyncio.ensure_future(h.fetch("m1", max_wait_ms=10_000))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()
+        await h.produce(2)
+        out = await asyncio.wait_for(waiting, 5)
+        assert ranges(out) == [(0, 1, 1)]
+        waiting = asyncio.ensure_future(h.fetch("m2", max_wait_ms=10_000, wake_key="w1"))
+        await asyncio.sleep(0.05)
+        h.leader.share_wake(["w1"])
+        out = await asyncio.wait_for(waiting, 5)
+        assert out.acquired == ()
+        await h.leader.shutdown()
+
+    asyncio.run(main())
+
+
+def test_a_waiting_fetch_gets_records_another_member_released(tmp_path):
+    async def main():
+        h = await Harness(tmp_path).start()
+        await h.produce(2)
+        await h.fetch("m1")
+        waiting = asyncio.ensure_future(h.fetch("m2", max_wait_ms=10_000))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()
+        assert h.leader.share_release(GROUP, "m1", [("t", 0)]) == 1  # m1's session closed
+        out = await asyncio.wait_for(waiting, 5)
+        assert ranges(out) == [(0, 1, 2)]
+        await h.leader.shutdown()
+
+    asyncio.run(main())
+
+
+def test_a_new_leader_redelivers_what_was_not_acknowledged_and_fences_the_old_one(tmp_path):
+    async def main():
+        persister = LocalPersister()
+        old = await Harness(tmp_path / "a", persister, epoch=1).start()
+        await old.produce(2)
+        await old.produce(2)
+        await old.produce(2)
+        assert ranges(await old.fetch("m1")) == [(0, 1, 1), (2, 3, 1), (4, 5, 1)]
+        await old.fetch("m1", acks=[ack(0, 1, A.ACCEPT), ack(4, 5, A.RELEASE)], fetch=False)
+        # The partition moves: same log (shared data directory), a higher leader epoch.
+        new = Harness(tmp_path / "a", persister, epoch=2)
+        await new.start()
+        out = await new.fetch("m2")
+        # 2-3 were delivered but never acknowledged durably (the gap), 4-5 were released.
+        assert ranges(out) == [(2, 3, 1), (4, 5, 2)]
+        assert new.durable().leader_epoch == 2
+        # The old leader's member acknowledges late: its write is fenced by the leader epoch.
+        late = await old.fetch("m1", acks=[ack(2, 3, A.ACCEPT)], fetch=False)
+        assert late.acknowledge_error_code == ErrorCode.not_leader_or_follower
+        assert (GROUP, "t", 0) not in old.leader.shares.contexts
+        assert new.durable().start_offset == 2
+        await new.leader.shutdown()
+
+    asyncio.run(main())
+
+
+def test_auto_offset_reset_latest_starts_at_the_log_end(tmp_path):
+    async def main():
+        h = await Harness(tmp_path, **{"share.auto.offset.reset": "latest"}).start()
+        await h.produce(3)
+        assert (await h.fetch("m1")).acquired == ()
+        await h.produce(2)
+        assert ranges(await h.fetch("m1")) == [(3, 4, 1)]
+        await h.leader.shutdown()
+
+    asyncio.run(main())
+
+
+def test_an_uninitialized_share_partition_is_an_error_and_is_tried_again(tmp_path):
+    async def main():
+        h = await Harness(tmp_path).start(initialize=False)
+        await h.produce(1)
+        out = await h.fetch("m1")
+        assert out.error_code == ErrorCode.unknown_server_error and out.acquired == ()
+        assert (GROUP, "t", 0) not in h.leader.shares.contexts
+        from sharestate.messages import InitializeShareGroupStateRequest
+
+        await h.persister.initialize(InitializeShareGroupStateRequest(GROUP, TOPIC_ID, 0, state_epoch=0))
+        assert ranges(await h.fetch("m1")) == [(0, 0, 1)]
+        await h.leader.shutdown()
+
+    asyncio.run(main())
+
+
+def test_acknowledgements_arriving_together_share_one_write(tmp_path):
+    async def main():
+        h = await Harness(tmp_path).start()
+        for _ in range(4):
+            await h.produce(1)
+        await h.fetch("m1")
+        outs = await asyncio.gather(
+            *(h.fetch("m1", acks=[ack(i, i, A.ACCEPT)], fetch=False) for i in range(4))
+        )
+        assert all(o.acknowledge_error_code == ErrorCode.none for o in outs)
+        # Acknowledgements arriving together become one write, its start offset past all four.
+        assert len(h.persister.writes) == 1 and h.persister.writes[0].start_offset == 4
+        await h.leader.shutdown()
+
+    asyncio.run(main())
