@@ -1,7 +1,7 @@
 """A confluent_kafka.ShareConsumer in its own process, as users run one; what it saw, as JSON lines.
 
     python -m tests.share_consumer_proc BOOTSTRAP GROUP TOPIC [--mode implicit|explicit]
-        [--policy accept|mix|hold] [--idle SECONDS] [--max SECONDS]
+        [--policy accept|mix|hold] [--idle SECONDS] [--max SECONDS] [--poll-sleep SECONDS]
 
 stdout, one JSON object per line, flushed at once (a test may SIGKILL this process any time):
     {"e": "delivered", "p": 0, "o": 12, "dc": 1, "t": "accept"}   t: what it decided
@@ -50,6 +50,7 @@ def main() -> None:
     ap.add_argument("--policy", default="accept", choices=("accept", "mix", "hold"))
     ap.add_argument("--idle", type=float, default=5.0)
     ap.add_argument("--max", type=float, default=120.0)
+    ap.add_argument("--poll-sleep", type=float, default=0.0, help="seconds of 'processing' after each non-empty poll")
     args = ap.parse_args()
 
     consumer = ShareConsumer(
@@ -78,6 +79,8 @@ def main() -> None:
             emit(e="delivered", p=msg.partition(), o=msg.offset(), dc=msg.delivery_count(), t=decision)
             if args.mode == "explicit" and decision != "hold":
                 consumer.acknowledge(msg, TYPES[decision])
+        if args.poll_sleep and last > time.time() - 0.6:
+            time.sleep(args.poll_sleep)
         if args.policy == "hold" and last > started:
             emit(e="holding")
             while True:

@@ -78,12 +78,14 @@ class Deliveries:
     def __init__(self, consumers: list[ShareConsumerProc]) -> None:
         self.by_record: dict[tuple[int, int], list[dict]] = defaultdict(list)
         self.acked_ok: dict[tuple[int, int], list[str]] = defaultdict(list)
+        self.acks_at: dict[tuple[int, int], list[dict]] = defaultdict(list)  # every answer, with its time
         for c in consumers:
             for d in c.delivered():
                 self.by_record[(d["p"], d["o"])].append(d)
             for a in c.acked():
-                if a["ok"]:
-                    for offset in a["o"]:
+                for offset in a["o"]:
+                    self.acks_at[(a["p"], offset)].append({"ok": a["ok"], "at": a["at"], "who": c.name})
+                    if a["ok"]:
                         self.acked_ok[(a["p"], offset)].append(c.name)
 
     def held_twice(self) -> list[tuple[int, int]]:
