@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -17,12 +18,20 @@ RETRIABLE_COORDINATOR_ERRORS = (
 )
 
 
+@dataclass(frozen=True)
+class TopicMetadata:
+    brokers: dict[int, tuple[str, int]]  # node id -> (host, port)
+    leaders: dict[Any, dict[int, int]]  # topic id -> partition -> leader node id
+    names: dict[Any, str]  # topic id -> name
+
+
 class ClusterClient:
     def __init__(self, bootstrap: str, client_id: str = "raygroups-load") -> None:
         self.bootstrap = [(h, int(p)) for h, p in (a.strip().rsplit(":", 1) for a in bootstrap.split(","))]
         self.client_id = client_id
         self._control: Connection | None = None
         self._partitions: dict[str, tuple[float, int]] = {}
+        self._by_id: tuple[float, TopicMetadata] | None = None
 
     async def control(self) -> Connection:
         if self._control is None or self._control.closed:
@@ -53,6 +62,27 @@ class ClusterClient:
                 if t.error_code == ErrorCode.none:
                     self._partitions[t.name] = (now, len(t.partitions))
         return {t: self._partitions[t][1] for t in topics if t in self._partitions}
+
+    async def topic_metadata_by_id(self, topic_ids: list[Any], max_age_s: float = 5.0) -> TopicMetadata:
+        """Leaders and brokers for topics named by id (as share assignments name them), cached."""
+        now = time.monotonic()
+        cached = self._by_id
+        if cached is not None and now - cached[0] <= max_age_s and all(t in cached[1].leaders for t in topic_ids):
+            return cached[1]
+        response = await (await self.control()).call(
+            ApiKey.METADATA, 12, {"topics": [{"name": None, "topic_id": t} for t in topic_ids], "allow_auto_topic_creation": False}
+        )
+        meta = TopicMetadata(
+            brokers={b.node_id: (b.host, b.port) for b in response.brokers},
+            leaders={
+                t.topic_id: {p.partition_index: p.leader_id for p in t.partitions if p.leader_id >= 0}
+                for t in response.topics
+                if t.error_code == ErrorCode.none
+            },
+            names={t.topic_id: t.name for t in response.topics if t.error_code == ErrorCode.none},
+        )
+        self._by_id = (now, meta)
+        return meta
 
     async def create_topic(self, name: str, partitions: int) -> Any:
         return await (await self.control()).call(
