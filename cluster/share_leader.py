@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -196,18 +196,19 @@ class ShareLeader:
             if ready is not None and ready[0] != ErrorCode.none:
                 outcomes[i].fail(ready[0], ready[1], bool(call.items[i].acknowledgements))
                 contexts[i] = None
-        await asyncio.gather(
-            *(
-                self._acknowledge(ctx, call.member_id, item.acknowledgements, out)
-                for item, ctx, out in zip(call.items, contexts, outcomes)
-                if ctx is not None and item.acknowledgements
-            )
-        )
+        # Acknowledgements change the in-memory state at once (their records pending until the
+        # write is answered); the fetch then runs while the writes are on their way.
+        writes = [
+            self._acknowledge(ctx, call.member_id, item.acknowledgements, out)
+            for item, ctx, out in zip(call.items, contexts, outcomes)
+            if ctx is not None and item.acknowledgements
+        ]
         fetching = [
             (item, ctx, out) for item, ctx, out in zip(call.items, contexts, outcomes) if ctx is not None and item.fetch
         ]
         if fetching:
             await self._fetch(call, fetching)
+        await asyncio.gather(*writes)
         return outcomes
 
     async def _fetch(self, call: ShareFetchCall, fetching: list[tuple[ShareItem, _Context, ShareOutcome]]) -> None:
@@ -295,17 +296,22 @@ class ShareLeader:
                 parts.append(view[pos : pos + header.size])
         return b"".join(parts), acquired
 
-    async def _acknowledge(
+    def _acknowledge(
         self, ctx: _Context, member_id: str, batches: Sequence[AcknowledgementBatch], out: ShareOutcome
-    ) -> None:
+    ) -> Awaitable[None]:
+        """Apply the acknowledgements now; the returned awaitable ends when their write is answered."""
         outcome = ctx.share.acknowledge(member_id, batches)
         if outcome.error_code != ErrorCode.none:
             out.acknowledge_error_code, out.acknowledge_error_message = outcome.error_code, outcome.message or None
-            return
+            return _none()
         if outcome.write is None:
-            return  # RENEW only: nothing to store
+            return _none()  # RENEW only: nothing to store
         answer = self._send(ctx, outcome.write, answer=True)
         assert answer is not None
+        return self._answered(answer, out)
+
+    @staticmethod
+    async def _answered(answer: asyncio.Future, out: ShareOutcome) -> None:
         code, message = await answer
         if code != ErrorCode.none:
             out.acknowledge_error_code, out.acknowledge_error_message = persister_error(code), message

@@ -117,7 +117,8 @@ def test_release_and_lock_expiry_make_records_available_again_with_a_higher_deli
         await h.produce(2)
         await h.produce(2)
         assert ranges(await h.fetch("m1")) == [(0, 1, 1), (2, 3, 1)]
-        out = await h.fetch("m1", acks=[ack(0, 1, A.RELEASE)])
+        # The fetch runs while the release is written: the records come back once it is durable.
+        out = await h.fetch("m1", acks=[ack(0, 1, A.RELEASE)], max_wait_ms=5000)
         assert out.acknowledge_error_code == ErrorCode.none
         assert ranges(out) == [(0, 1, 2)]  # released records come straight back, delivery count 2
         assert h.durable().state_batches == (StateBatch(0, 1, R.AVAILABLE.value, 1),)
