@@ -1,0 +1,259 @@
+"""Share-group measurements used by `python -m loadtest.bench` (issue: share groups, KIP-932).
+
+Each figure comes with a baseline measured in the same run:
+- consume rate: records/s acquired and acknowledged by a confluent ShareConsumer, against a
+  classic confluent Consumer group reading the same topic;
+- acknowledgement latency: ShareAcknowledge round trips of light share members (the write to
+  the share coordinator included), against OffsetCommit round trips of light classic members;
+- share-state writes/s one share coordinator actor sustains, against offset commits/s one group
+  coordinator actor sustains, both driven over Ray exactly as the cluster's own callers do;
+- memory per in-flight record in a SharePartition, with batch-level state and once split per offset;
+- SimpleAssignor time against the classic range assignor for the same members and partitions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+import tracemalloc
+import uuid
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+
+# -- end-to-end consume rate ----------------------------------------------------------------------------
+
+
+def produce(bootstrap: str, topic: str, records: int, partitions: int, value_bytes: int = 100, batch_records: int = 10_000) -> None:
+    """Fill a new topic; a share fetch acquires whole log batches, so `batch_records` sets its grain."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)]).values():
+        future.result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "batch.num.messages": batch_records})
+    value = b"v" * value_bytes
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, value=value, partition=i % partitions)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    assert producer.flush(120) == 0
+
+
+def classic_consume_rate(bootstrap: str, topic: str, records: int) -> float:
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-classic", "auto.offset.reset": "earliest",
+                         "group.protocol": "classic", "enable.auto.commit": True})
+    consumer.subscribe([topic])
+    got, first = 0, None
+    deadline = time.perf_counter() + 300
+    while got < records and time.perf_counter() < deadline:
+        for msg in consumer.consume(1000, 0.5):
+            if not msg.error():
+                first = first or time.perf_counter()
+                got += 1
+    elapsed = time.perf_counter() - (first or time.perf_counter())
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    return got / elapsed if elapsed > 0 else 0.0
+
+
+def share_consume_rate(bootstrap: str, topic: str, records: int) -> float:
+    """Records/s acquired and acknowledged (implicit mode: each poll accepts the previous one)."""
+    from confluent_kafka import ShareConsumer
+
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "bench-share"})
+    consumer.subscribe([topic])
+    got, first = 0, None
+    deadline = time.perf_counter() + 300
+    while got < records and time.perf_counter() < deadline:
+        for msg in consumer.poll(0.5) or []:
+            if not msg.error():
+                first = first or time.perf_counter()
+                got += 1
+    consumer.commit_sync()  # the last poll's records acknowledged too
+    elapsed = time.perf_counter() - (first or time.perf_counter())
+    consumer.close()
+    return got / elapsed if elapsed > 0 else 0.0
+
+
+# -- acknowledgement latency -----------------------------------------------------------------------------
+
+
+def _percentiles(samples: list[float]) -> dict[str, float]:
+    if not samples:
+        return {"p50": float("nan"), "p99": float("nan"), "n": 0}
+    q = statistics.quantiles(samples, n=100, method="inclusive")
+    return {"p50": q[49], "p99": q[98], "n": len(samples)}
+
+
+async def share_ack_latency(bootstrap: str, topic: str, members: int, seconds: float) -> dict[str, float]:
+    from loadtest.client.cluster_client import ClusterClient
+    from loadtest.client.share_member import ShareMember, ShareMemberConfig
+
+    client = ClusterClient(bootstrap)
+    crowd = [
+        ShareMember(client, ShareMemberConfig("bench-ack", [topic], max_records=50, max_wait_ms=100, piggyback=False, seed=i))
+        for i in range(members)
+    ]
+    stop = asyncio.Event()
+    runs = [asyncio.ensure_future(m.run(stop)) for m in crowd]
+    await asyncio.sleep(seconds)
+    stop.set()
+    await asyncio.gather(*runs)
+    await client.close()
+    return _percentiles([x for m in crowd for x in m.ack_latencies_ms])
+
+
+async def commit_latency(bootstrap: str, topic: str, members: int, seconds: float) -> dict[str, float]:
+    from loadtest.client.classic_member import ClassicMember, MemberConfig
+    from loadtest.client.cluster_client import ClusterClient
+
+    client = ClusterClient(bootstrap)
+    samples: list[float] = []
+
+    def on_event(kind: str, ms: float, error: ErrorCode) -> None:
+        if kind == "commit" and error == ErrorCode.none:
+            samples.append(ms)
+
+    crowd = [ClassicMember(client, MemberConfig(f"bench-commit-{i}", [topic]), on_event=on_event) for i in range(members)]
+    await asyncio.gather(*(m.join() for m in crowd))
+    deadline = time.perf_counter() + seconds
+
+    async def loop(m: ClassicMember) -> None:
+        offset = 0
+        while time.perf_counter() < deadline:
+            offset += 50
+            await m.commit({(topic, 0): offset})
+
+    await asyncio.gather(*(loop(m) for m in crowd))
+    for m in crowd:
+        await m.leave()
+    await client.close()
+    return _percentiles(samples)
+
+
+# -- coordinator write rates over Ray ------------------------------------------------------------------------
+
+
+async def coordinator_write_rates(controller: Any, seconds: float, writers: int) -> dict[str, float]:
+    """Closed loops of `writers` callers, each waiting for its write before the next (as a share
+    partition's writes go), batched per actor per loop tick like every cluster caller."""
+    from coordinator.classic.messages import CommitPartition, OffsetCommitRequest
+    from coordinator.hashing import group_partition
+    from sharestate import messages as m
+    from sharestate.records import StateBatch
+
+    from cluster.actors.coordinator_host import CoordinatorError
+    from cluster.metadata import CONSUMER_OFFSETS
+    from cluster.persister import Persister
+    from cluster.routing import Router
+
+    router = Router(controller, await controller.leadership.remote())
+    persister = Persister(router, 50)
+    topic_id = uuid.uuid4()
+    groups = [f"bench-state-{i}" for i in range(writers)]
+    answers = await asyncio.gather(
+        *(persister.initialize(m.InitializeShareGroupStateRequest(g, topic_id, 0, state_epoch=0)) for g in groups)
+    )
+    assert all(a.error_code == ErrorCode.none for a in answers), answers[:3]
+
+    async def closed_loop(one) -> float:
+        done = 0
+        deadline = time.perf_counter() + seconds
+
+        async def loop(i: int) -> None:
+            nonlocal done
+            n = 0
+            while time.perf_counter() < deadline:
+                await one(i, n)
+                n += 1
+                done += 1
+
+        start = time.perf_counter()
+        await asyncio.gather(*(loop(i) for i in range(writers)))
+        return done / (time.perf_counter() - start)
+
+    async def share_write(i: int, n: int) -> None:
+        response = await persister.write(
+            m.WriteShareGroupStateRequest(
+                groups[i], topic_id, 0, state_epoch=0, leader_epoch=0, start_offset=n * 10,
+                delivery_complete_count=0, state_batches=(StateBatch(n * 10 + 10, n * 10 + 19, 2, 1),),
+            )
+        )
+        assert response.error_code == ErrorCode.none, response
+
+    async def offset_commit(i: int, n: int) -> None:
+        p = group_partition(groups[i], 50)
+        request = OffsetCommitRequest(
+            group_id=groups[i], generation_id=-1, member_id="", group_instance_id=None,
+            topics=(("bench-topic", (CommitPartition(0, n, -1, ""),)),), retention_time_ms=-1, api_version=9,
+        )
+        outcome = await router.call_leader(
+            CONSUMER_OFFSETS, p, "execute", lambda epoch: ("commit", p, epoch, request),
+            lambda r: isinstance(r, CoordinatorError),
+        )
+        assert not isinstance(outcome, CoordinatorError), outcome
+
+    return {"commit_wps": await closed_loop(offset_commit), "share_wps": await closed_loop(share_write)}
+
+
+# -- memory per in-flight record ------------------------------------------------------------------------
+
+
+def memory_per_inflight_record(records: int, batch: int) -> dict[str, float]:
+    from coordinator.clock import ManualClock
+    from coordinator.timer import ManualTimer
+    from sharestate.inflight import AcknowledgeType
+    from sharestate.partition import AcknowledgementBatch, SharePartition, SharePartitionConfig
+
+    clock = ManualClock()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    sp = SharePartition("g", uuid.uuid4(), 0, clock=clock, timer=ManualTimer(clock),
+                        config=SharePartitionConfig(max_inflight_records=records))
+    sp.initialize(-1, 0, (), 0)
+    for first in range(0, records, batch):
+        sp.acquire("member", batch, first, [(first, first + batch - 1)])
+    batch_level = tracemalloc.get_traced_memory()[0] - base
+    # Acknowledging one record inside each batch splits the batch into per-offset states.
+    for first in range(0, records, batch):
+        outcome = sp.acknowledge("member", [AcknowledgementBatch(first + 1, first + 1, (int(AcknowledgeType.ACCEPT),))])
+        sp.complete(outcome.write.transition, committed=True)
+    per_offset = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    assert sp.in_flight_records() == records
+    return {"batch_level": batch_level / records, "per_offset": per_offset / records}
+
+
+# -- assignor ------------------------------------------------------------------------------------------------
+
+
+def assignor_times(members: int, partitions: int, rounds: int = 5) -> dict[str, float]:
+    from coordinator.share.assignor import simple_assign
+    from loadtest.client.assignors import range_assign
+
+    topic_id = uuid.uuid4()
+    subs = {f"m{i:05}": frozenset({topic_id}) for i in range(members)}
+    parts = {topic_id: frozenset(range(partitions))}
+    classic_subs = {f"m{i:05}": ["t"] for i in range(members)}
+
+    def best(fn) -> float:
+        times = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - start) * 1000)
+        return min(times)
+
+    return {
+        "range_ms": best(lambda: range_assign(classic_subs, {"t": partitions})),
+        "simple_ms": best(lambda: simple_assign(subs, parts, {})),
+    }
