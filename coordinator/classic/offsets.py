@@ -81,6 +81,14 @@ def commit_offsets(txn: Txn, req: OffsetCommitRequest) -> OffsetCommitResponse:
 def fetch_offsets(txn: Txn, req: OffsetFetchRequest) -> OffsetFetchResponse:
     """Committed offsets; -1 where none (an unknown group is not an error). No transactions here, so
     `require_stable` never finds pending transactional offsets to wait for."""
+    group = txn.group(req.group_id)
+    if group is not None and not isinstance(group, ClassicGroup):
+        # Kafka's ShareGroup.validateOffsetFetch: a share group has no committed offsets to fetch.
+        failed = tuple(
+            (topic, tuple(FetchedOffset(p, -1, -1, "", ErrorCode.group_id_not_found) for p in partitions))
+            for topic, partitions in (req.topics or ())
+        )
+        return OffsetFetchResponse(req.group_id, ErrorCode.group_id_not_found, failed)
     committed = txn.shard.offsets.get(req.group_id, {})
     topics: list[tuple[str, tuple[FetchedOffset, ...]]] = []
     if req.topics is None:

@@ -14,6 +14,7 @@ from coordinator.classic.messages import (
     LeavingMember,
     ListedGroup,
     OffsetCommitRequest,
+    OffsetFetchRequest,
     SyncGroupRequest,
 )
 from coordinator.records import (
@@ -66,6 +67,9 @@ def test_classic_apis_on_a_share_group_id():
     assert shard.sync_group(sync, 2).response.error_code == ErrorCode.unknown_member_id
     commit = OffsetCommitRequest("g", -1, "", None, (("foo", (CommitPartition(0, 5),)),))
     assert shard.commit_offsets(commit).response.topics[0][1][0][1] == ErrorCode.group_id_not_found
+    fetched = shard.fetch_offsets(OffsetFetchRequest("g", (("foo", (0,)),))).response
+    assert fetched.error_code == ErrorCode.group_id_not_found  # Kafka: "is not a consumer group"
+    assert fetched.topics[0][1][0].error_code == ErrorCode.group_id_not_found
     # None of those touched the share group.
     assert ctx.run(shard.join_group(join, 3)).error_code == ErrorCode.inconsistent_group_protocol
     assert ctx.take_written() == [] and ctx.group().state is ShareGroupState.STABLE
