@@ -132,6 +132,22 @@ def _actors_table(actors: list[dict[str, Any]]) -> Table:
     return table
 
 
+def _share_partitions_table(share_partitions: list[dict[str, Any]]) -> Table:
+    """In-flight records of the share partitions the partition leaders hold (KIP-1226's direction)."""
+    table = Table(title="share partitions in flight (on their leaders)")
+    for col in ("group", "topic-partition", "start", "end", "available", "acquired", "acknowledged", "archived"):
+        table.add_column(col, justify="left" if col in ("group", "topic-partition") else "right")
+    for sp in sorted(share_partitions, key=lambda x: (x["group"], x["topic"], x["partition"])):
+        table.add_row(
+            sp["group"],
+            f"{sp['topic']}-{sp['partition']}",
+            str(sp["start_offset"]),
+            str(sp["end_offset"]),
+            *(str(sp.get(k, 0)) for k in ("available", "acquired", "acknowledged", "archived")),
+        )
+    return table
+
+
 @app.command()
 def actors(bootstrap: str = BootstrapOption) -> None:
     """Every actor: name, kind, node, alive, partitions led."""
@@ -140,7 +156,7 @@ def actors(bootstrap: str = BootstrapOption) -> None:
 
 @app.command()
 def status(bootstrap: str = BootstrapOption) -> None:
-    """The cluster at a glance: actors, nodes, leadership, topics, groups by state."""
+    """The cluster at a glance: actors, nodes, leadership, topics, groups by state, share partitions in flight."""
     state = _admin(bootstrap, "status")
     actor_list = _admin(bootstrap, "actors")
     console.print(_actors_table(actor_list))
@@ -166,6 +182,9 @@ def status(bootstrap: str = BootstrapOption) -> None:
     if not state.get("groups"):
         groups.add_row("", "none yet", "0")
     console.print(groups)
+    share_partitions = [sp for a in actor_list for sp in a.get("share_partitions") or []]
+    if share_partitions:
+        console.print(_share_partitions_table(share_partitions))
     if state["events"]:
         events = Table(title="recent events")
         events.add_column("time")

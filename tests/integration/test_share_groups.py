@@ -158,6 +158,8 @@ def test_a_stopped_consumers_locks_expire_and_its_records_are_redelivered(cluste
     try:
         holder.wait_for("holding")
         held = {d["o"] for d in holder.delivered()}
+        status = cluster.cli("status")  # the operator sees the records in flight
+        assert status.returncode == 0 and "share partitions in flight" in status.stdout and "sg-stop" in status.stdout
         stopped_at = time.time()
         holder.signal(signal.SIGSTOP)
         other = ShareConsumerProc.start("other", cluster.bootstrap, group, topic, "--mode", "explicit", "--idle", "8")
