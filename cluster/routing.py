@@ -29,6 +29,16 @@ class NoLeader(Exception):
 ACTOR_GONE = (RayActorError, RayError, asyncio.CancelledError)
 
 
+async def answer_or_none(ref: Any) -> Any:
+    """What a Ray call answered, or None if there was no actor to call or it died meanwhile."""
+    if ref is None:
+        return None
+    try:
+        return await ref
+    except ACTOR_GONE:
+        return None
+
+
 class ActorBatcher:
     def __init__(self, handle: Any, method: str) -> None:
         self._method = getattr(handle, method)

@@ -135,20 +135,19 @@ class _ManualHandle:
         self.timer.cancel(self.key)
 
 
-class RuntimeTimer:
-    """The Timer a shard gets: expiry enqueues the operation on the shard's own partition."""
+class WakeupTimer:
+    """A domain Timer over Wakeups: when a key's deadline passes, `on_expiry(operation)` runs."""
 
-    def __init__(self, runtime: "CoordinatorRuntime", partition: _Partition) -> None:
-        self._runtime = runtime
-        self._partition = partition
+    def __init__(self, clock: Any, wakeups: Wakeups, on_expiry: Callable[[TimerOperation], None]) -> None:
+        self._clock = clock
+        self._wakeups = wakeups
+        self._on_expiry = on_expiry
         self._handles: dict[Hashable, Any] = {}
 
     def schedule(self, key: Hashable, delay_ms: int, operation: TimerOperation) -> None:
         self.cancel(key)
-        deadline = self._runtime.clock.now_ms() + max(0, delay_ms)
-        self._handles[key] = self._runtime.wakeups.call_at(
-            deadline, lambda: self._fire(key, operation)
-        )
+        deadline = self._clock.now_ms() + max(0, delay_ms)
+        self._handles[key] = self._wakeups.call_at(deadline, lambda: self._fire(key, operation))
 
     def cancel(self, key: Hashable) -> None:
         handle = self._handles.pop(key, None)
@@ -165,8 +164,18 @@ class RuntimeTimer:
 
     def _fire(self, key: Hashable, operation: TimerOperation) -> None:
         self._handles.pop(key, None)
-        if self._partition.status is PartitionStatus.ACTIVE:
-            self._runtime._enqueue(self._partition, lambda _token: operation(), None)
+        self._on_expiry(operation)
+
+
+class RuntimeTimer(WakeupTimer):
+    """The Timer a shard gets: expiry enqueues the operation on the shard's own partition."""
+
+    def __init__(self, runtime: "CoordinatorRuntime", partition: _Partition) -> None:
+        def expire(operation: TimerOperation) -> None:
+            if partition.status is PartitionStatus.ACTIVE:
+                runtime._enqueue(partition, lambda _token: operation(), None)
+
+        super().__init__(runtime.clock, runtime.wakeups, expire)
 
 
 @dataclass(frozen=True, slots=True)

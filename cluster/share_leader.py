@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.timer import TimerOperation
 from sharestate import messages as m
 from sharestate.offset_reset import OffsetReset
 from sharestate.partition import (
@@ -42,6 +41,7 @@ from sharestate.partition import (
 from cluster.config import Config
 from cluster.partition import UserPartition
 from cluster.recordbatch import iter_batches
+from cluster.runtime import WakeupTimer
 
 log = logging.getLogger(__name__)
 
@@ -102,42 +102,6 @@ def persister_error(code: ErrorCode) -> ErrorCode:
     return ErrorCode.unknown_server_error
 
 
-# -- timers ------------------------------------------------------------------------------------------
-
-
-class ShareTimer:
-    """The Timer a SharePartition gets: at a lock's deadline its operation runs and what it
-    returns (a StateWrite, or None) goes to `on_result`."""
-
-    def __init__(self, clock: Any, wakeups: Any, on_result: Callable[[Any], None]) -> None:
-        self._clock = clock
-        self._wakeups = wakeups
-        self._on_result = on_result
-        self._handles: dict[Hashable, Any] = {}
-
-    def schedule(self, key: Hashable, delay_ms: int, operation: TimerOperation) -> None:
-        self.cancel(key)
-        deadline = self._clock.now_ms() + max(0, delay_ms)
-        self._handles[key] = self._wakeups.call_at(deadline, lambda: self._fire(key, operation))
-
-    def cancel(self, key: Hashable) -> None:
-        handle = self._handles.pop(key, None)
-        if handle is not None:
-            handle.cancel()
-
-    def is_scheduled(self, key: Hashable) -> bool:
-        return key in self._handles
-
-    def cancel_all(self) -> None:
-        for handle in self._handles.values():
-            handle.cancel()
-        self._handles.clear()
-
-    def _fire(self, key: Hashable, operation: TimerOperation) -> None:
-        self._handles.pop(key, None)
-        self._on_result(operation())
-
-
 # -- one share partition -------------------------------------------------------------------------------
 
 
@@ -147,7 +111,7 @@ class _Context:
     topic_id: Any
     leader_epoch: int
     share: SharePartition
-    timer: ShareTimer
+    timer: WakeupTimer
     ready: asyncio.Future  # -> (ErrorCode, message): the durable state was read, or why not
     available: asyncio.Event = field(default_factory=asyncio.Event)
     queue: list[tuple[StateWrite, asyncio.Future | None]] = field(default_factory=list)
@@ -376,7 +340,8 @@ class ShareLeader:
         if ctx is not None:
             self.drop_partition(item.topic, item.partition)
         holder: list[_Context] = []
-        timer = ShareTimer(self.clock, self.wakeups, lambda write: self._send(holder[0], write))
+        # An expired lock's operation returns the write that releases its records.
+        timer = WakeupTimer(self.clock, self.wakeups, lambda operation: self._send(holder[0], operation()))
         share = SharePartition(
             group_id, item.topic_id, item.partition, clock=self.clock, timer=timer, config=self.partition_config
         )

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
@@ -23,9 +21,8 @@ from cluster.gateway.apis import ApiKey
 from loadtest.client.assignors import ASSIGNORS
 from loadtest.client.cluster_client import RETRIABLE_COORDINATOR_ERRORS, ClusterClient
 from loadtest.client.connection import Connection, ConnectionClosed
+from loadtest.client.events import EventSink, timed
 from loadtest.client.consumer_protocol import decode_assignment, decode_subscription, encode_assignment, encode_subscription
-
-EventSink = Callable[[str, float, ErrorCode], None]
 
 
 class MemberState(enum.Enum):
@@ -74,29 +71,17 @@ class ClassicMember:
     # -- plumbing -----------------------------------------------------------------------------------
 
     async def _coordinator(self) -> Connection:
-        while self._conn is None or self._conn.closed:
-            address = await self.cluster.find_coordinator(self.config.group_id)
-            if address is None:
-                await asyncio.sleep(self.config.retry_backoff_ms / 1000)
-                continue
-            self._conn = await self.cluster.open(*address)
+        if self._conn is None or self._conn.closed:
+            self._conn = await self.cluster.coordinator_connection(self.config.group_id, self.config.retry_backoff_ms)
         return self._conn
 
     async def _call(self, kind: str, api_key: int, version: int, body: dict) -> object:
         conn = await self._coordinator()
-        started = time.perf_counter()
         try:
-            response = await conn.call(api_key, version, body)
+            return await timed(self.on_event, kind, conn.call(api_key, version, body))
         except ConnectionClosed:
             self._conn = None
-            self._emit(kind, started, ErrorCode.network_exception)
             raise
-        self._emit(kind, started, getattr(response, "error_code", ErrorCode.none))
-        return response
-
-    def _emit(self, kind: str, started: float, error: ErrorCode) -> None:
-        if self.on_event is not None:
-            self.on_event(kind, (time.perf_counter() - started) * 1000, error)
 
     async def _lost_coordinator(self) -> None:
         if self._conn is not None:

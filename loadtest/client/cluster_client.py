@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +51,14 @@ class ClusterClient:
         if entry.error_code != ErrorCode.none:
             return None
         return entry.host, entry.port
+
+    async def coordinator_connection(self, group_id: str, backoff_ms: int = 100) -> Connection:
+        """A new connection to the group's coordinator, looking it up until one is found."""
+        while True:
+            address = await self.find_coordinator(group_id)
+            if address is not None:
+                return await self.open(*address)
+            await asyncio.sleep(backoff_ms / 1000)
 
     async def partitions_for(self, topics: list[str], max_age_s: float = 5.0) -> dict[str, int]:
         now = time.monotonic()

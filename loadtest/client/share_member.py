@@ -30,8 +30,7 @@ from cluster.gateway.apis import ApiKey
 from cluster.recordbatch import iter_batches
 from loadtest.client.cluster_client import RETRIABLE_COORDINATOR_ERRORS, ClusterClient
 from loadtest.client.connection import Connection, ConnectionClosed
-
-EventSink = Callable[[str, float, ErrorCode], None]
+from loadtest.client.events import EventSink, timed
 
 ACCEPT, RELEASE, REJECT = 1, 2, 3
 _SESSION_RESET = (
@@ -123,12 +122,8 @@ class ShareMember:
         return error
 
     async def _coordinator_conn(self) -> Connection:
-        while self._coordinator is None or self._coordinator.closed:
-            address = await self.cluster.find_coordinator(self.config.group_id)
-            if address is None:
-                await asyncio.sleep(self.config.retry_backoff_ms / 1000)
-                continue
-            self._coordinator = await self.cluster.open(*address)
+        if self._coordinator is None or self._coordinator.closed:
+            self._coordinator = await self.cluster.coordinator_connection(self.config.group_id, self.config.retry_backoff_ms)
         return self._coordinator
 
     # -- fetching and acknowledging -------------------------------------------------------------------------
@@ -360,18 +355,7 @@ class ShareMember:
             self._coordinator = None
 
     async def _timed(self, kind: str, call: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            response = await call
-        except ConnectionClosed:
-            self._emit(kind, started, ErrorCode.network_exception)
-            raise
-        self._emit(kind, started, getattr(response, "error_code", ErrorCode.none))
-        return response
-
-    def _emit(self, kind: str, started: float, error: ErrorCode) -> None:
-        if self.on_event is not None:
-            self.on_event(kind, (time.perf_counter() - started) * 1000, error)
+        return await timed(self.on_event, kind, call)
 
 
 def _group(tps: set[tuple[Any, int]]) -> dict[Any, list[int]]:

@@ -18,7 +18,7 @@ from kio.schema.errors import ErrorCode
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.handlers.common import partition_known, refresh_if_unknown, resolve_topic
-from cluster.routing import ACTOR_GONE, NoLeader
+from cluster.routing import NoLeader, answer_or_none
 from cluster.partition import FetchOutcome
 
 
@@ -117,7 +117,7 @@ async def _fetch_from_actors(
         return handle.fetch.remote([item for _, item in per_actor[actor]], wait, min_bytes, max_bytes)
 
     refs = {actor: call(actor, max_wait) for actor in per_actor}
-    pending = {asyncio.ensure_future(_await(ref)): actor for actor, ref in refs.items() if ref is not None}
+    pending = {asyncio.ensure_future(answer_or_none(ref)): actor for actor, ref in refs.items() if ref is not None}
     answered: dict[str, list[FetchOutcome] | None] = {actor: None for actor, ref in refs.items() if ref is None}
     got_bytes = 0
     while pending:
@@ -131,7 +131,7 @@ async def _fetch_from_actors(
             for task, actor in list(pending.items()):
                 ray.cancel(refs[actor])
                 task.cancel()
-                answered[actor] = await _await(call(actor, 0))
+                answered[actor] = await answer_or_none(call(actor, 0))
             pending.clear()
 
     stale = False
@@ -146,15 +146,6 @@ async def _fetch_from_actors(
     if stale:
         asyncio.ensure_future(gw.router.refresh())
     return results
-
-
-async def _await(ref: Any) -> list[FetchOutcome] | None:
-    if ref is None:
-        return None
-    try:
-        return await ref
-    except ACTOR_GONE:
-        return None
 
 
 async def list_offsets(gw: Any, request: Request) -> Any:

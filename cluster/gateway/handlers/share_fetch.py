@@ -27,7 +27,7 @@ from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.handlers.common import refresh_if_unknown
 from cluster.gateway.share_sessions import FINAL_EPOCH, SessionError, SharePartitionId, ShareSession
-from cluster.routing import ACTOR_GONE
+from cluster.routing import answer_or_none
 from cluster.share_leader import ShareFetchCall, ShareItem, ShareOutcome
 
 log = logging.getLogger(__name__)
@@ -274,7 +274,7 @@ async def call_leaders(
             max_records=max_records,
             wake_key=wake_key,
         )
-        task = asyncio.ensure_future(_answer(handle.share_fetch.remote(call) if handle is not None else None))
+        task = asyncio.ensure_future(answer_or_none(handle.share_fetch.remote(call) if handle is not None else None))
         calls[actor] = (handle, wake_key, task)
         session.in_flight[task] = (handle, wake_key)
         task.add_done_callback(lambda t: session.in_flight.pop(t, None))
@@ -312,15 +312,6 @@ async def call_leaders(
     return results
 
 
-async def _answer(ref: Any) -> list[ShareOutcome] | None:
-    if ref is None:
-        return None
-    try:
-        return await ref
-    except ACTOR_GONE:
-        return None
-
-
 # -- ending sessions ----------------------------------------------------------------------------------------
 
 
@@ -352,7 +343,7 @@ async def _on_leaders(gw: Any, partitions: Iterable[SharePartitionId], method: s
     for actor, items in per_actor.items():
         handle = gw.router.handle(actor)
         if handle is not None:
-            calls.append(_answer(getattr(handle, method).remote(*args, items)))
+            calls.append(answer_or_none(getattr(handle, method).remote(*args, items)))
     await asyncio.gather(*calls)
 
 
