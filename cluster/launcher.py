@@ -39,6 +39,20 @@ class RunningCluster:
             ray.shutdown()
 
 
+def raise_open_files_limit() -> None:
+    """Every actor is a process with sockets to the others and to clients: lift the soft limit
+    on open files to the hard one, as Ray advises (a 1024 default runs out under load)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else 65536
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+        except (ValueError, OSError):
+            pass  # keep what we have; Ray warns if it is too low
+
+
 def start_cluster(
     config: Config,
     data_dir: Path,
@@ -54,6 +68,7 @@ def start_cluster(
     namespace = config["raygroups.cluster.id"]
     owns_ray = not ray.is_initialized()
     if owns_ray:
+        raise_open_files_limit()  # before Ray starts: its processes inherit the limit
         os.environ.setdefault("RAY_DEDUP_LOGS", "0")
         ray.init(
             address=address,
