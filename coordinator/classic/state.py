@@ -37,11 +37,3 @@ _VALID_PREVIOUS: dict[ClassicGroupState, frozenset[ClassicGroupState]] = {
     _S.STABLE: frozenset({_S.COMPLETING_REBALANCE}),
     _S.DEAD: frozenset({_S.STABLE, _S.PREPARING_REBALANCE, _S.COMPLETING_REBALANCE, _S.EMPTY, _S.DEAD}),
 }
-
-
-def parse_state(text: str) -> ClassicGroupState | None:
-    """A state name as ListGroups filters give it (case-insensitive, as Kafka 4.x accepts)."""
-    for state in ClassicGroupState:
-        if state.value.lower() == text.lower():
-            return state
-    return None
