@@ -4,7 +4,6 @@ retries answered from the last five batches, and the state rebuilt from the log 
 from __future__ import annotations
 
 import asyncio
-import errno
 from pathlib import Path
 
 from kio.schema.errors import ErrorCode
@@ -15,19 +14,12 @@ from cluster.log import FileOps, PartitionLog
 from cluster.producer_state import INT32_MAX, ProducerStateManager, increment_sequence
 from cluster.recordbatch import encode_records, iter_batches
 from tests.raw_producer import producer_batch
+from tests.full_disk import FullDisk
 
 PID = 4000
 TP = ("t", 0)
 EPOCH = 1  # the partition's leader epoch in every call
 
-
-class FullDisk(FileOps):
-    full = False
-
-    def write(self, fd, data):
-        if FullDisk.full:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return super().write(fd, data)
 
 
 async def leader_on(tmp_path: Path, file_ops: FileOps | None = None) -> PartitionLeader:
@@ -192,13 +184,11 @@ def test_requests_in_one_group_commit_are_checked_in_arrival_order(tmp_path):
 
 def test_a_failed_write_changes_no_producer_state(tmp_path):
     async def main():
-        leader = await leader_on(tmp_path, file_ops=FullDisk())
+        disk = FullDisk()
+        leader = await leader_on(tmp_path, file_ops=disk)
         assert await produce(leader, producer_batch(PID, 0, 0, 1)) == (ErrorCode.none, 0)
-        FullDisk.full = True
-        try:
+        with disk.filled():
             error, _ = await produce(leader, producer_batch(PID, 0, 1, 1))
-        finally:
-            FullDisk.full = False
         assert error == ErrorCode.kafka_storage_error
         # The producer retries the same batch: it is new to the leader, not a duplicate.
         assert await produce(leader, producer_batch(PID, 0, 1, 1)) == (ErrorCode.none, 1)

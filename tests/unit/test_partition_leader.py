@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import errno
 from pathlib import Path
 
 import pytest
@@ -13,15 +12,8 @@ from cluster.actors.partition_leader import PartitionLeader
 from cluster.config import Config
 from cluster.log import FileOps, PartitionLog
 from cluster.recordbatch import encode_records, iter_batches, parse_header
+from tests.full_disk import FullDisk
 
-
-class FullDisk(FileOps):
-    full = False
-
-    def write(self, fd, data):
-        if FullDisk.full:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return super().write(fd, data)
 
 
 def batch(n: int, tag: str = "v") -> bytes:
@@ -55,13 +47,11 @@ def test_offsets_are_assigned_in_order_and_fetch_returns_the_stored_batches(tmp_
 
 def test_a_full_disk_fails_the_produce_and_changes_nothing(tmp_path):
     async def main():
-        leader = await leader_with(tmp_path, ("t", 0, 1), file_ops=FullDisk())
+        disk = FullDisk()
+        leader = await leader_with(tmp_path, ("t", 0, 1), file_ops=disk)
         await leader.produce([("t", 0, 1, batch(2))])
-        FullDisk.full = True
-        try:
+        with disk.filled():
             (failed,) = await leader.produce([("t", 0, 1, batch(4))])
-        finally:
-            FullDisk.full = False
         assert failed.error_code == ErrorCode.kafka_storage_error and "No space" in failed.message
         assert leader.partitions[("t", 0)].log.end_offset == 2
         (ok,) = await leader.produce([("t", 0, 1, batch(1))])

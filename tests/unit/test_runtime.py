@@ -4,14 +4,13 @@ revert on a failed append, timers, parked requests, loading and epochs."""
 from __future__ import annotations
 
 import asyncio
-import errno
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pytest
 
-from cluster.log import FileOps, LogConfig, PartitionLog
+from cluster.log import LogConfig, PartitionLog
 from cluster.runtime import (
     CoordinatorRuntime,
     LoadInProgress,
@@ -23,6 +22,7 @@ from cluster.runtime import (
 from coordinator.clock import ManualClock
 from coordinator.codec import Record, RecordCodec
 from coordinator.result import PARKED, Result
+from tests.full_disk import FullDisk
 
 TP = ("__test", 0)
 
@@ -124,14 +124,6 @@ class GatedLog(PartitionLog):
         return super().append(batches, leader_epoch)
 
 
-class FlakyOps(FileOps):
-    fail = False
-
-    def write(self, fd, data):
-        if FlakyOps.fail:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return super().write(fd, data)
-
 
 def make_runtime(tmp_path, *, clock=None, log_opener=None, compaction_records=10_000):
     clock = clock or ManualClock(1_000_000)
@@ -183,16 +175,13 @@ def test_operations_answer_only_after_their_batch_is_appended_and_queued_ones_sh
 
 def test_failed_append_fails_the_batch_reverts_state_and_keeps_serving(tmp_path):
     async def main():
-        rt = make_runtime(tmp_path, log_opener=lambda path, cfg: PartitionLog.open(path, cfg, FlakyOps()))
+        disk = FullDisk()  # shared by every reopening of the log (the revert reopens it)
+        rt = make_runtime(tmp_path, log_opener=lambda path, cfg: PartitionLog.open(path, cfg, disk))
         await rt.load(TP, 1)
         shard = lambda: rt.shard(TP)  # noqa: E731
         assert await rt.write(TP, 1, lambda t: shard().incr("a")) == 1
-        FlakyOps.fail = True
-        try:
-            with pytest.raises(StorageError):
-                await rt.write(TP, 1, lambda t: shard().incr("a"))
-        finally:
-            FlakyOps.fail = False
+        with disk.filled(), pytest.raises(StorageError):
+            await rt.write(TP, 1, lambda t: shard().incr("a"))
         # The replayed-but-unwritten increment is gone: state is the last committed one.
         assert await rt.write(TP, 1, lambda t: shard().get("a")) == 1
         assert await rt.write(TP, 1, lambda t: shard().incr("a")) == 2
