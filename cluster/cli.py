@@ -203,6 +203,17 @@ def kill(name: str = typer.Argument(..., help="actor name, as `raygroups actors`
 
 
 @app.command()
+def pause(
+    name: str = typer.Argument(..., help="actor name, as `raygroups actors` lists it"),
+    seconds: float = typer.Option(5.0, "--seconds", "-s", help="how long the actor stays stopped"),
+    bootstrap: str = BootstrapOption,
+) -> None:
+    """Stop one actor's process (SIGSTOP) for a while, then let it go on (SIGCONT)."""
+    result = _admin(bootstrap, "pause", name=name, seconds=seconds)
+    console.print(f"{name} (pid {result['pid']}) was stopped for {result['seconds']:g} s and runs again")
+
+
+@app.command()
 def move(
     topic: str,
     partition: int,
@@ -214,21 +225,24 @@ def move(
     console.print(f"{topic}-{partition} now led by {actor} at epoch {epoch}")
 
 
-@app.command()
-def demo(
-    records: int = typer.Option(2000, help="records to produce"),
-    out: Optional[Path] = typer.Option(None, help="run directory (a temporary one by default)"),
-) -> None:
-    """The main job, small: a real Kafka client against an embedded cluster, an actor killed mid-load."""
-    from loadtest.demo import run_demo
-
-    ok = run_demo(records=records, out=out, console=console)
-    raise typer.Exit(0 if ok else 1)
-
-
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[-1] if text else type(exc).__name__
+
+
+def _register_commands() -> None:
+    """Commands other packages add (the load tests' experiment/check/report/demo), found through
+    the `raygroups.commands` entry point so that this package never imports them."""
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group="raygroups.commands"):
+        try:
+            entry.load()(app)
+        except Exception as exc:  # a broken plugin must not take `raygroups up` down with it
+            err.print(f"[yellow]warning:[/] commands from {entry.value} unavailable: {_one_line(exc)}")
+
+
+_register_commands()
 
 
 def main() -> None:  # pragma: no cover - console script entry

@@ -16,7 +16,6 @@ import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from kio.schema.errors import ErrorCode
 
 from cluster.log import LogConfig, PartitionLog
 from cluster.recordbatch import encode_records
@@ -27,86 +26,80 @@ from coordinator.config import GroupCoordinatorConfig
 from coordinator.records import CODEC, offset_commit_record
 from coordinator.shard import GroupCoordinatorShard
 from coordinator.timer import ManualTimer
-from loadtest.client.classic_member import ClassicMember, MemberConfig, MemberState
-from loadtest.client.cluster_client import ClusterClient
+from cluster.gateway.apis import ApiKey
+from loadtest.drivers.crowd import Crowd
+from loadtest.members.classic import ClassicConfig, ClassicMember, ClassicState
+from loadtest.members.machine import parse_bootstrap
 
 TOPIC = "bench-groups"
 
 
-async def _stable_members(cluster: ClusterClient, members: int, groups: int, prefix: str) -> list[ClassicMember]:
-    await cluster.create_topic(TOPIC, 10)
-    config = lambda i: MemberConfig(f"{prefix}-{i % groups}", [TOPIC], session_timeout_ms=30_000)  # noqa: E731
-    crowd = [ClassicMember(cluster, config(i)) for i in range(members)]
-    await asyncio.gather(*(m.join() for m in crowd))
-    # A member that joined early may have been told to rejoin by a later one: settle everyone.
-    while any(m.state is not MemberState.STABLE for m in crowd):
-        await asyncio.gather(*(m.join() for m in crowd if m.state is not MemberState.STABLE))
-    return crowd
+async def _create_topic(crowd: Crowd, bootstrap: str, partitions: int = 10) -> None:
+    broker = parse_bootstrap(bootstrap)[0]
+    await crowd.driver.call(broker, ApiKey.CREATE_TOPICS, 7, {"topics": [{"name": TOPIC, "num_partitions": partitions,
+                            "replication_factor": 1, "assignments": [], "configs": []}], "timeout": 30_000,
+                            "validate_only": False})
 
 
-async def _closed_loop(crowd: list[ClassicMember], seconds: float, request) -> float:
-    done = 0
-    deadline = time.perf_counter() + seconds
+def _member(bootstrap: str, name: str, group: str, **config: object) -> ClassicMember:
+    return ClassicMember(name, parse_bootstrap(bootstrap), ClassicConfig(group, [TOPIC], session_timeout_ms=30_000,
+                                                                         fetch=False, **config))
 
-    async def loop(member: ClassicMember) -> None:
-        nonlocal done
-        while time.perf_counter() < deadline:
-            if await request(member):
-                done += 1
 
-    start = time.perf_counter()
-    await asyncio.gather(*(loop(m) for m in crowd))
-    return done / (time.perf_counter() - start)
+async def _stable(crowd: Crowd, members: list[ClassicMember], timeout_s: float = 120) -> None:
+    crowd.start(members)
+    if not await crowd.until(lambda: all(m.state is ClassicState.STABLE and len(m.positions) == sum(
+            len(ps) for ps in m.assignment.values()) for m in members), timeout_s):
+        raise RuntimeError("the members did not all reach Stable")
+
+
+async def _rate(crowd: Crowd, api: str, seconds: float) -> float:
+    """Answers/s of `api` without error over the next `seconds`, from the members' observations."""
+    started = time.time() * 1000
+    await asyncio.sleep(seconds)
+    ended = time.time() * 1000
+    done = [r for r in crowd.where("response", started, api=api, error="NONE") if r["time"] <= ended]
+    return len(done) / seconds
 
 
 async def group_request_rates(bootstrap: str, members: int, groups: int, seconds: float) -> dict[str, float]:
-    cluster = ClusterClient(bootstrap)
-    crowd = await _stable_members(cluster, members, groups, "rates")
-
-    async def heartbeat(m: ClassicMember) -> bool:
-        return await m.heartbeat() == ErrorCode.none
-
-    offsets = itertools.count()
-
-    async def commit(m: ClassicMember) -> bool:
-        partitions = m.assignment.get(TOPIC) or [0]
-        answer = await m.commit({(TOPIC, partitions[0]): next(offsets)})
-        return set(answer.values()) == {ErrorCode.none}
-
-    out = {
-        "heartbeat_rps": await _closed_loop(crowd, seconds, heartbeat),
-        "commit_rps": await _closed_loop(crowd, seconds, commit),
-    }
-    await asyncio.gather(*(m.leave() for m in crowd))
-    await cluster.close()
-    return out
+    """Heartbeats/s and OffsetCommits/s of `members` Stable members in `groups` groups, each member
+    keeping one request in flight (its interval 0: closed loop), as many light clients would."""
+    crowd = Crowd()
+    await _create_topic(crowd, bootstrap)
+    beating = [_member(bootstrap, f"hb-{i}", f"rates-hb-{i % groups}", heartbeat_interval_ms=0, commit_interval_ms=0)
+               for i in range(members)]
+    await _stable(crowd, beating)
+    heartbeat_rps = await _rate(crowd, "Heartbeat", seconds)
+    await crowd.stop(beating)
+    committing = [_member(bootstrap, f"oc-{i}", f"rates-oc-{i % groups}", heartbeat_interval_ms=3_000,
+                          commit_interval_ms=1) for i in range(members)]
+    await _stable(crowd, committing)
+    commit_rps = await _rate(crowd, "OffsetCommit", seconds)
+    await crowd.stop()
+    return {"heartbeat_rps": heartbeat_rps, "commit_rps": commit_rps}
 
 
 async def rebalance_time(bootstrap: str, size: int) -> float:
-    """Milliseconds from the last JoinGroup of a rebalance to the last member reaching Stable."""
-    cluster = ClusterClient(bootstrap)
-    crowd = await _stable_members(cluster, size, 1, f"rebalance-{size}")
-    joined_at: list[float] = []
-    stable_at: list[float] = []
-
-    async def rejoin(m: ClassicMember) -> None:
-        joined_at.append(time.perf_counter())
-        await m.join()
-        stable_at.append(time.perf_counter())
-
-    async def follow(m: ClassicMember) -> None:
-        # As a real member learns of a rebalance: its heartbeat answers REBALANCE_IN_PROGRESS.
-        while m.state is MemberState.STABLE:
-            await m.heartbeat()
-            if m.state is MemberState.STABLE:
-                await asyncio.sleep(0.02)
-        await rejoin(m)
-
-    newcomer = ClassicMember(cluster, MemberConfig(crowd[0].config.group_id, [TOPIC], session_timeout_ms=30_000))
-    await asyncio.gather(rejoin(newcomer), *(follow(m) for m in crowd))
-    elapsed = (max(stable_at) - max(joined_at)) * 1000
-    await asyncio.gather(*(m.leave() for m in [*crowd, newcomer]))
-    await cluster.close()
+    """Milliseconds from the last JoinGroup of a rebalance to the last member Stable in the new
+    generation, when one member joins a Stable group of `size` (the others hear of it through
+    heartbeats every 20 ms)."""
+    crowd = Crowd()
+    await _create_topic(crowd, bootstrap)
+    group = f"rebalance-{size}-{time.monotonic_ns()}"
+    members = [_member(bootstrap, f"m{i}", group, heartbeat_interval_ms=20, commit_interval_ms=0) for i in range(size)]
+    await _stable(crowd, members)
+    generation = members[0].generation
+    started = time.time() * 1000
+    newcomer = _member(bootstrap, "newcomer", group, heartbeat_interval_ms=20, commit_interval_ms=0)
+    everyone = [*members, newcomer]
+    crowd.start([newcomer])
+    if not await crowd.until(lambda: all(m.state is ClassicState.STABLE and m.generation > generation for m in everyone), 120):
+        raise RuntimeError("the rebalance did not complete")
+    joins = crowd.where("request", started, api="JoinGroup")
+    stable = crowd.where("rebalance_end", started)
+    elapsed = max(r["time"] for r in stable) - max(r["time"] for r in joins)
+    await crowd.stop()
     return elapsed
 
 

@@ -95,49 +95,33 @@ def _percentiles(samples: list[float]) -> dict[str, float]:
 
 
 async def share_ack_latency(bootstrap: str, topic: str, members: int, seconds: float) -> dict[str, float]:
-    from loadtest.client.cluster_client import ClusterClient
-    from loadtest.client.share_member import ShareMember, ShareMemberConfig
+    """ShareAcknowledge round trips of light share members acknowledging each fetched batch alone."""
+    from loadtest.drivers.crowd import Crowd
+    from loadtest.members.machine import parse_bootstrap
+    from loadtest.members.share import ShareConfig, ShareMember
 
-    client = ClusterClient(bootstrap)
-    crowd = [
-        ShareMember(client, ShareMemberConfig("bench-ack", [topic], max_records=50, max_wait_ms=100, piggyback=False, seed=i))
-        for i in range(members)
-    ]
-    stop = asyncio.Event()
-    runs = [asyncio.ensure_future(m.run(stop)) for m in crowd]
+    crowd = Crowd()
+    crowd.start(ShareMember(f"ack-{i}", parse_bootstrap(bootstrap), ShareConfig(
+        "bench-ack", [topic], max_records=50, max_wait_ms=100, piggyback=False, seed=i)) for i in range(members))
     await asyncio.sleep(seconds)
-    stop.set()
-    await asyncio.gather(*runs)
-    await client.close()
-    return _percentiles([x for m in crowd for x in m.ack_latencies_ms])
+    await crowd.stop()
+    return _percentiles([r["latency_ms"] for r in crowd.where("response", api="ShareAcknowledge", error="NONE")])
 
 
 async def commit_latency(bootstrap: str, topic: str, members: int, seconds: float) -> dict[str, float]:
-    from loadtest.client.classic_member import ClassicMember, MemberConfig
-    from loadtest.client.cluster_client import ClusterClient
+    """OffsetCommit round trips of light classic members committing back to back."""
+    from loadtest.drivers.crowd import Crowd
+    from loadtest.members.classic import ClassicConfig, ClassicMember, ClassicState
+    from loadtest.members.machine import parse_bootstrap
 
-    client = ClusterClient(bootstrap)
-    samples: list[float] = []
-
-    def on_event(kind: str, ms: float, error: ErrorCode) -> None:
-        if kind == "commit" and error == ErrorCode.none:
-            samples.append(ms)
-
-    crowd = [ClassicMember(client, MemberConfig(f"bench-commit-{i}", [topic]), on_event=on_event) for i in range(members)]
-    await asyncio.gather(*(m.join() for m in crowd))
-    deadline = time.perf_counter() + seconds
-
-    async def loop(m: ClassicMember) -> None:
-        offset = 0
-        while time.perf_counter() < deadline:
-            offset += 50
-            await m.commit({(topic, 0): offset})
-
-    await asyncio.gather(*(loop(m) for m in crowd))
-    for m in crowd:
-        await m.leave()
-    await client.close()
-    return _percentiles(samples)
+    crowd = Crowd()
+    crowd.start(ClassicMember(f"commit-{i}", parse_bootstrap(bootstrap), ClassicConfig(
+        f"bench-commit-{i}", [topic], fetch=False, commit_interval_ms=1)) for i in range(members))
+    await crowd.until(lambda: all(m.state is ClassicState.STABLE for m in crowd.members), 60)
+    started = time.time() * 1000
+    await asyncio.sleep(seconds)
+    await crowd.stop()
+    return _percentiles([r["latency_ms"] for r in crowd.where("response", started, api="OffsetCommit", error="NONE")])
 
 
 # -- coordinator write rates over Ray ------------------------------------------------------------------------
@@ -238,7 +222,7 @@ def memory_per_inflight_record(records: int, batch: int) -> dict[str, float]:
 
 def assignor_times(members: int, partitions: int, rounds: int = 5) -> dict[str, float]:
     from coordinator.share.assignor import simple_assign
-    from loadtest.client.assignors import range_assign
+    from loadtest.members.assignors import range_assign
 
     topic_id = uuid.uuid4()
     subs = {f"m{i:05}": frozenset({topic_id}) for i in range(members)}

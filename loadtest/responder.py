@@ -57,6 +57,7 @@ class Responder:
             ApiKey.HEARTBEAT: lambda r: build_response(ApiKey.HEARTBEAT, r.api_version, {"error_code": ErrorCode.none}),
             ApiKey.LEAVE_GROUP: lambda r: build_response(ApiKey.LEAVE_GROUP, r.api_version, {"error_code": ErrorCode.none}),
             ApiKey.OFFSET_COMMIT: self.offset_commit,
+            ApiKey.OFFSET_FETCH: self.offset_fetch,
             ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
         }.get(request.api_key)
         if handler is None:
@@ -126,6 +127,20 @@ class Responder:
             {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": ErrorCode.none}
                                             for p in t.partitions]} for t in request.body.topics
         ]})
+
+    def offset_fetch(self, request: Request) -> Any:
+        """Nothing is ever committed here: every partition asked about has no committed offset."""
+        def topics(requested: Any) -> list[dict[str, Any]]:
+            return [{"name": t.name, "partitions": [{"partition_index": p, "committed_offset": -1, "metadata": "",
+                                                     "error_code": ErrorCode.none} for p in t.partition_indexes]}
+                    for t in requested or ()]
+
+        if request.api_version >= 8:
+            return build_response(ApiKey.OFFSET_FETCH, request.api_version, {"groups": [
+                {"group_id": g.group_id, "topics": topics(g.topics), "error_code": ErrorCode.none}
+                for g in request.body.groups]})
+        return build_response(ApiKey.OFFSET_FETCH, request.api_version,
+                              {"topics": topics(request.body.topics), "error_code": ErrorCode.none})
 
     def create_topics(self, request: Request) -> Any:
         for t in request.body.topics:

@@ -66,6 +66,7 @@ class ActorEntry:
     started_at: float = field(default_factory=time.time)
     died_at: float | None = None
     node_id: str | None = None
+    pid: int | None = None
     # gateways only
     gateway: GatewayAddress | None = None
 
@@ -177,6 +178,7 @@ class Controller:
     async def _await_ready(self, entry: ActorEntry) -> None:
         info = await entry.handle.info.remote()
         entry.node_id = info["node_id"]
+        entry.pid = info.get("pid")
         entry.ready = True
         self._watchers[entry.name] = asyncio.get_running_loop().create_task(self._watch(entry))
 
@@ -413,6 +415,25 @@ class Controller:
         ray.kill(entry.handle, no_restart=True)
         return name
 
+    async def pause(self, name: str, seconds: float) -> dict[str, Any]:
+        """Stop an actor's process (SIGSTOP) for `seconds`, then let it go on (SIGCONT): a GC pause
+        or a frozen VM, for experiments. Signals come from a task on the actor's own node, so it
+        works wherever the actor runs. Returns once the actor runs again."""
+        entry = self.actors.get(name)
+        if entry is None:
+            raise KeyError(f"no actor named {name!r}; `raygroups actors` lists them")
+        if not entry.alive or entry.pid is None or entry.node_id is None:
+            raise KeyError(f"{name} is not running")
+        if not 0 < seconds <= 600:
+            raise KeyError(f"a pause lasts more than 0 and at most 600 seconds, not {seconds}")
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        self._event("pause", f"{name} paused for {seconds:g} s")
+        strategy = NodeAffinitySchedulingStrategy(node_id=entry.node_id, soft=False)
+        stopped_at, resumed_at = await _pause_process.options(scheduling_strategy=strategy).remote(entry.pid, seconds)
+        self._event("resume", f"{name} runs again")
+        return {"actor": name, "pid": entry.pid, "seconds": seconds, "stopped_at": stopped_at, "resumed_at": resumed_at}
+
     async def move(self, topic: str, partition: int, actor: str) -> int:
         entry = self.actors.get(actor)
         tp = (topic, partition)
@@ -447,6 +468,20 @@ class Controller:
     def _event(self, kind: str, message: str) -> None:
         log.info("%s: %s", kind, message)
         self.events.append({"time": time.time(), "kind": kind, "message": message})
+
+
+@ray.remote(num_cpus=0, max_retries=0)
+def _pause_process(pid: int, seconds: float) -> tuple[float, float]:
+    import os
+    import signal
+
+    os.kill(pid, signal.SIGSTOP)
+    stopped_at = time.time()
+    try:
+        time.sleep(seconds)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    return stopped_at, time.time()
 
 
 async def _with_timeout(awaitable: Any, seconds: float) -> Any:
@@ -488,6 +523,9 @@ class ControllerActor:
 
     async def move(self, topic: str, partition: int, actor: str) -> int:
         return await self.controller.move(topic, partition, actor)
+
+    async def pause(self, name: str, seconds: float) -> dict[str, Any]:
+        return await self.controller.pause(name, seconds)
 
     async def status(self) -> dict[str, Any]:
         return self.controller.status()

@@ -17,8 +17,9 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from cluster.gateway.apis import ApiKey
-from loadtest.client.cluster_client import ClusterClient
-from loadtest.client.share_member import ShareMember, ShareMemberConfig
+from loadtest.drivers.crowd import Crowd
+from loadtest.members.machine import parse_bootstrap
+from loadtest.members.share import ShareConfig, ShareMember
 from tests.clients import confluent_produce, create_topic
 from tests.cluster_process import ClusterProcess
 from tests.kio_client import KioClient
@@ -213,25 +214,20 @@ def test_list_describe_and_delete_a_share_group_then_start_again(cluster):
 
 
 def test_light_load_client_share_members(cluster):
-    """The load client's share members (loadtest/client/share_member.py): twenty in one process,
-    acknowledging by a seeded ACCEPT/RELEASE/REJECT mix, half piggybacked on fetches, half sent
-    with ShareAcknowledge."""
+    """The load client's sans-I/O share members (loadtest/members/share.py) on the asyncio driver:
+    twenty in one process, acknowledging by a seeded ACCEPT/RELEASE/REJECT mix, half piggybacked
+    on fetches, half sent with ShareAcknowledge."""
     topic, group = "share-light", "sg-light"
     create_topic(cluster.bootstrap, topic, 2)
     produced = produce(cluster.bootstrap, topic, 400)
 
-    async def main():
-        client = ClusterClient(cluster.bootstrap)
-        members = [
-            ShareMember(
-                client,
-                ShareMemberConfig(group, [topic], accept=0.7, release=0.2, reject=0.1, seed=i, max_wait_ms=200,
-                                  piggyback=i % 2 == 0, record_deliveries=True),
-            )
+    async def main() -> Crowd:
+        crowd = Crowd()
+        crowd.start(
+            ShareMember(f"light-{i}", parse_bootstrap(cluster.bootstrap), ShareConfig(
+                group, [topic], accept=0.7, release=0.2, reject=0.1, seed=i, max_wait_ms=200, piggyback=i % 2 == 0))
             for i in range(20)
-        ]
-        stop = asyncio.Event()
-        runs = [asyncio.ensure_future(m.run(stop)) for m in members]
+        )
 
         def done() -> bool:
             offsets = share_offsets(cluster, group)
@@ -240,20 +236,18 @@ def test_light_load_client_share_members(cluster):
         deadline = time.time() + 90
         while time.time() < deadline and not await asyncio.get_running_loop().run_in_executor(None, _quietly, done):
             await asyncio.sleep(0.5)
-        stop.set()
-        await asyncio.gather(*runs)
-        await client.close()
-        return members
+        await crowd.stop()
+        return crowd
 
-    members = asyncio.run(main())
+    crowd = asyncio.run(main())
     deliveries: dict[tuple[int, int], list[int]] = {}
-    for m in members:
-        for (_, p, offset), counts in m.deliveries.items():
-            deliveries.setdefault((p, offset), []).extend(counts)
+    for row in crowd.where("delivery"):
+        deliveries.setdefault((row["partition"], row["offset"]), []).append(row["delivery_count"])
     assert set(deliveries) == produced
     assert all(len(set(c)) == len(c) for c in deliveries.values())  # never held by two at once
-    totals = sum((m.stats for m in members), start=Counter())
-    assert totals["released"] > 0 and totals["rejected"] > 0
+    acks = Counter(row["ack_type"] for row in crowd.where("ack", error="NONE"))
+    assert acks["RELEASE"] > 0 and acks["REJECT"] > 0
+    assert crowd.where("response", api="ShareAcknowledge", error="NONE")  # the non-piggybacking half
     assert any(max(c) >= 2 for c in deliveries.values())  # released records came back
     assert share_offsets(cluster, group) == {(topic, 0): (200, 0), (topic, 1): (200, 0)}
 

@@ -1,4 +1,4 @@
-"""raygroups' operator API over the Kafka framing: status, actors, kill, move, events.
+"""raygroups' operator API over the Kafka framing: status, actors, kill, move, pause, events.
 
 Request body: msgpack {"op": name, "args": {...}}; response: msgpack {"ok": true, "result": ...}
 or {"ok": false, "error": "one line"}. Documented in PROTOCOL.md §1 (raygroups extension).
@@ -33,6 +33,8 @@ async def admin(gw: Any, request: Any) -> bytes:
             result = await controller.kill.remote(args["name"])
         elif op == "move":
             result = await controller.move.remote(args["topic"], int(args["partition"]), args["actor"])
+        elif op == "pause":
+            result = await controller.pause.remote(args["name"], float(args["seconds"]))
         elif op == "events":
             result = await controller.events_since.remote(int(args.get("since", 0)))
         else:

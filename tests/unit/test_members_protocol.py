@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loadtest.client.assignors import range_assign, round_robin_assign
-from loadtest.client.consumer_protocol import (
+from loadtest.members.assignors import range_assign, round_robin_assign
+from loadtest.members.consumer_protocol import (
     decode_assignment,
     decode_subscription,
     encode_assignment,
@@ -43,6 +43,6 @@ def test_every_partition_is_assigned_exactly_once_and_balanced(members, partitio
 
 
 def test_consumer_protocol_round_trips():
-    assert decode_subscription(encode_subscription(["a", "b"])) == ["a", "b"]
+    assert decode_subscription(encode_subscription(["a", "b"])) == (["a", "b"], {})
     assert decode_assignment(encode_assignment({"t": [1, 2], "a": [0]})) == {"a": [0], "t": [1, 2]}
     assert decode_assignment(b"") == {}

@@ -1,0 +1,1 @@
+"""Failover experiments: scenarios, the runner, faults, the event log (docs/experiments.md)."""

@@ -1,0 +1,189 @@
+"""The cluster an experiment starts: `raygroups up` as a child process, as a user would run it.
+
+It runs in a process session of its own, so "kill the whole cluster" is SIGKILL to every process
+of that session (the driver, its embedded Ray and every actor: nothing is left to shut down
+cleanly), and a restart is `raygroups up` again on the same data directory and the same ports,
+which clients already know. With several Ray nodes, the nodes are started here
+(`ray.cluster_utils.Cluster`, as Ray's own tests do) and `raygroups up --address` joins them, so
+one node can be removed mid-run while the head keeps the controller.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from loadtest.experiment.scenario import ClusterSpec
+
+
+class ClusterStartError(RuntimeError):
+    pass
+
+
+def free_port_block(count: int, host: str = "127.0.0.1", attempts: int = 50) -> int:
+    """A first port such that `count` consecutive ports are free now."""
+    for _ in range(attempts):
+        with socket.socket() as probe:
+            probe.bind((host, 0))
+            first = probe.getsockname()[1]
+        if first + count > 65535:
+            continue
+        if all(_port_free(host, first + i) for i in range(count)):
+            return first
+    raise ClusterStartError(f"no block of {count} free ports on {host}")
+
+
+def _port_free(host: str, port: int) -> bool:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+class RayNodes:
+    """Several Ray nodes on this machine: the head (node 0) and workers that can be removed."""
+
+    def __init__(self, count: int) -> None:
+        from ray.cluster_utils import Cluster
+
+        self.cluster = Cluster(initialize_head=True, connect=False, head_node_args={"num_cpus": 1})
+        self.nodes = [self.cluster.head_node]
+        for _ in range(count - 1):
+            self.nodes.append(self.cluster.add_node(num_cpus=1))
+        self.cluster.wait_for_nodes()
+
+    @property
+    def address(self) -> str:
+        return self.cluster.address
+
+    def node_id(self, index: int) -> str:
+        return self.nodes[index].node_id
+
+    def remove(self, index: int) -> str:
+        node = self.nodes[index]
+        self.cluster.remove_node(node, allow_graceful=False)
+        return node.node_id
+
+    def shutdown(self) -> None:
+        self.cluster.shutdown()
+
+
+class ClusterProcess:
+    def __init__(self, run_dir: Path, spec: ClusterSpec, settings: dict[str, Any], host: str = "127.0.0.1") -> None:
+        self.run_dir = Path(run_dir)
+        self.data_dir = self.run_dir / "data"
+        self.spec = spec
+        self.settings = settings
+        self.host = host
+        self.port = free_port_block(spec.gateways, host)
+        self.bootstrap = ",".join(f"{host}:{self.port + i}" for i in range(spec.gateways))
+        self.nodes: RayNodes | None = None
+        self.proc: subprocess.Popen | None = None
+        self.log_path = self.run_dir / "cluster.log"
+        self.starts = 0
+        self._log = open(self.log_path, "ab")
+
+    def command(self) -> list[str]:
+        cmd = [
+            sys.executable, "-m", "cluster.cli", "up",
+            "--host", self.host, "--port", str(self.port), "--gateways", str(self.spec.gateways),
+            "--data-dir", str(self.data_dir),
+            "--coordinators", str(self.spec.coordinators),
+            "--share-coordinators", str(self.spec.share_coordinators),
+            "--partition-leaders", str(self.spec.partition_leaders),
+        ]
+        for name, value in sorted(self.settings.items()):
+            cmd += ["--config", f"{name}={_setting(value)}"]
+        if self.nodes is not None:
+            cmd += ["--address", self.nodes.address]
+        return cmd
+
+    def start(self, timeout_s: float = 180.0) -> str:
+        if self.spec.nodes > 1 and self.nodes is None:
+            self.nodes = RayNodes(self.spec.nodes)
+        self.starts += 1
+        self._log.write(f"\n--- raygroups up (start {self.starts}) ---\n".encode())
+        self._log.flush()
+        env = dict(os.environ, RAY_DEDUP_LOGS="0")
+        self.proc = subprocess.Popen(self.command(), stdout=subprocess.PIPE, stderr=self._log, env=env,
+                                     start_new_session=True)
+        ready = threading.Event()
+        lines: list[str] = []
+
+        def read() -> None:
+            assert self.proc is not None and self.proc.stdout is not None
+            for raw in self.proc.stdout:
+                self._log.write(raw)
+                self._log.flush()
+                line = raw.decode(errors="replace").strip()
+                lines.append(line)
+                if line.startswith("READY "):
+                    ready.set()
+
+        threading.Thread(target=read, daemon=True, name="cluster-stdout").start()
+        deadline = time.monotonic() + timeout_s
+        while not ready.wait(0.2):
+            if self.proc.poll() is not None:
+                raise ClusterStartError(f"raygroups up exited with {self.proc.returncode}; see {self.log_path}")
+            if time.monotonic() > deadline:
+                self.kill()
+                raise ClusterStartError(f"raygroups up was not READY within {timeout_s:.0f} s; see {self.log_path}")
+        return self.bootstrap
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL every process of the cluster's session: a machine losing power, as far as one can."""
+        if self.proc is None:
+            return
+        pids = _session_pids(self.proc.pid)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Stop cleanly (SIGTERM: the actors close their logs), or kill it if it does not stop in time."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()  # whatever is left of the session (Ray's agents linger after their driver)
+        if self.nodes is not None:
+            self.nodes.shutdown()
+            self.nodes = None
+        self._log.close()
+
+
+def _session_pids(sid: int) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.getsid(int(entry)) == sid:
+                pids.append(int(entry))
+        except (ProcessLookupError, PermissionError):
+            continue
+    return pids
+
+
+def _setting(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
