@@ -23,7 +23,7 @@ TP = tuple[str, int]
 
 class Monitor:
     def __init__(self, driver: AsyncioDriver, brokers: list[Broker], classic: list[str], share: list[str],
-                 emit: Any, interval_s: float = 1.0) -> None:
+                 emit: Any, interval_s: float = 0.5) -> None:
         self.driver = driver
         self.brokers = brokers
         self.classic = classic
@@ -52,16 +52,17 @@ class Monitor:
         await asyncio.gather(*calls)
 
     async def _describe(self, api: int, version: int, body: dict[str, Any], role: str) -> None:
+        sent = self.driver.now()
         response = await self.driver.call(self._broker(), api, version, body, timeout_ms=5_000)
         now = self.driver.now()
         names = body.get("groups") or body.get("group_ids")
         if response is None:
             for group in names:
-                self.emit({"time": now, "kind": "group_state", "role": role, "group": group,
+                self.emit({"time": now, "kind": "group_state", "role": role, "group": group, "request_time": sent,
                            "error": "NETWORK_EXCEPTION"})
             return
         for g in response.groups:
-            row = {"time": now, "kind": "group_state", "role": role, "group": g.group_id,
+            row = {"time": now, "kind": "group_state", "role": role, "group": g.group_id, "request_time": sent,
                    "error": error_name(g.error_code), "detail": {"members": len(g.members)}}
             if g.error_code == ErrorCode.none:
                 row["state"] = g.group_state

@@ -1,7 +1,8 @@
 """When each fault's targets work again, seen in the event stream as it goes by.
 
-A target recovers at its first success after the fault: a group when the monitor sees it Stable,
-a partition when a record is produced to it or handed over from it, a share partition when an
+A target recovers at its first success asked for after the fault (a request sent before it may
+have been answered by what the fault then hit): a group when the monitor sees it Stable, a
+partition when a record is produced to it or handed over from it, a share partition when an
 acknowledgement of it is durable, a gateway when a request to it is answered without error. Each
 recovery becomes a `recovery` row with the time from the fault (docs/experiments.md).
 """
@@ -62,7 +63,8 @@ class RecoveryWatch:
         done = []
         for w in self.watches:
             targets = getattr(w, attr)
-            if target in targets and row["time"] > w.since_ms:
+            asked = row.get("request_time") or row["time"]
+            if target in targets and asked > w.since_ms:
                 targets.discard(target)
                 latency = row["time"] - w.started_ms
                 self.recovered[w.fault_id] = max(self.recovered.get(w.fault_id, 0.0), latency)
