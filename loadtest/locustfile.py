@@ -27,6 +27,7 @@ import itertools
 import os
 
 from locust import User, constant, events, task  # locust first: it patches the standard library for gevent
+from locust.runners import WorkerRunner
 from locust.user.users import LOCUST_STATE_STOPPING
 
 from kio.schema.errors import ErrorCode
@@ -108,8 +109,8 @@ def _weights(environment, **_kwargs) -> None:
 @events.test_start.add_listener
 def _create_topics(environment, **_kwargs) -> None:
     options = environment.parsed_options
-    if options is None or environment.host is None or getattr(environment.runner, "worker_index", None) not in (None, 0):
-        return
+    if options is None or environment.host is None or isinstance(environment.runner, WorkerRunner):
+        return  # the master (or the only process) makes the topics
     brokers = parse_bootstrap(_bootstrap(environment.host))
     topics = [{"name": name, "num_partitions": options.partitions, "replication_factor": 1, "assignments": [],
                "configs": []} for name in _topics(options)]

@@ -24,8 +24,9 @@ GROUP_FLOW = frozenset(
         ErrorCode.invalid_share_session_epoch,
         ErrorCode.offset_out_of_range,
         ErrorCode.duplicate_sequence_number,
-        # Describing a group that does not exist (yet): an answer, not a failure.
+        # Describing a group that does not exist (yet), creating a topic that does: answers.
         ErrorCode.group_id_not_found,
+        ErrorCode.topic_already_exists,
     }
 )
 
