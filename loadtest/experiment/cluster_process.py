@@ -108,9 +108,14 @@ class ClusterProcess:
             cmd += ["--address", self.nodes.address]
         return cmd
 
-    def start(self, timeout_s: float = 180.0) -> str:
+    def start_nodes(self) -> None:
+        """The Ray nodes, when the cluster has several (from the main thread: Ray sets signal handlers)."""
         if self.spec.nodes > 1 and self.nodes is None:
             self.nodes = RayNodes(self.spec.nodes)
+
+    def start(self, timeout_s: float = 180.0) -> str:
+        if self.spec.nodes > 1 and self.nodes is None:
+            raise ClusterStartError("start_nodes() first: the Ray nodes come up in the main thread")
         self.starts += 1
         self._log.write(f"\n--- raygroups up (start {self.starts}) ---\n".encode())
         self._log.flush()

@@ -100,9 +100,11 @@ def print_summary(outcome: RunOutcome, console: Console) -> None:
                       f"{stats.counts['delivery:classic']:,}, to share members {stats.counts['delivery:share']:,}")
         total = sum(stats.responses.values())
         retriable = sum(stats.retriable.values())
+        transport = sum(stats.transport.values())
         failures = sum(stats.failures.values())
-        table.add_row("requests", f"{total:,} answered; {retriable:,} retriable errors, {failures:,} failures "
-                      + (f"({', '.join(f'{k} {v}' for k, v in stats.failures.most_common(3))})" if failures else ""))
+        table.add_row("requests", f"{total:,}; {retriable:,} answered with a retriable code, {transport:,} lost with "
+                      f"their connection or timed out, {failures:,} failed"
+                      + (f" ({', '.join(f'{k} {v}' for k, v in stats.failures.most_common(3))})" if failures else ""))
         table.add_row("rebalances", f"{stats.counts['rebalance_end']:,} member rebalances ended; "
                       f"{stats.counts['fenced']:,} share members fenced")
     for f in outcome.faults:

@@ -195,7 +195,7 @@ class FaultInjector:
             topic_ids = {t["name"]: t["topic_id"] for t in status["topics"]}
             self._affected(injected, [tp for tp, a in leaders.items() if a in on_node], topic_ids, actors)
             injected.detail["node_id"] = node_id
-            await asyncio.to_thread(cluster.nodes.remove, spec.node)
+            cluster.nodes.remove(spec.node)  # in the loop's (main) thread: Ray's node code wants it
 
     async def _another_actor(self, current: str) -> str:
         kind = current.rsplit("-", 1)[0]

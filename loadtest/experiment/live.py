@@ -11,7 +11,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from loadtest.members.errors import is_failure
+from loadtest.members.errors import TRANSPORT, is_failure
 from kio.schema.errors import ErrorCode
 
 
@@ -19,8 +19,9 @@ class LiveStats:
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
         self.responses: Counter[str] = Counter()  # api -> answers
-        self.failures: Counter[str] = Counter()  # error name -> count (failures only)
-        self.retriable: Counter[str] = Counter()
+        self.failures: Counter[str] = Counter()  # error name -> count: codes no retry gets past
+        self.retriable: Counter[str] = Counter()  # retriable codes and the group protocol's signals
+        self.transport: Counter[str] = Counter()  # connections lost, answers that never came
         self.latencies: dict[str, deque[float]] = {}
         self._rates: deque[tuple[float, Counter[str]]] = deque(maxlen=12)
         self.group_states: dict[str, str] = {}
@@ -36,8 +37,9 @@ class LiveStats:
                 self.latencies.setdefault(api, deque(maxlen=2000)).append(row["latency_ms"])
                 error = row["error"]
                 if error != "NONE":
-                    code = ErrorCode[error.lower()] if error.lower() in ErrorCode.__members__ else ErrorCode.unknown_server_error
-                    (self.failures if is_failure(code) else self.retriable)[error] += 1
+                    code = getattr(ErrorCode, error.lower(), ErrorCode.unknown_server_error)
+                    bucket = self.transport if code in TRANSPORT else self.failures if is_failure(code) else self.retriable
+                    bucket[error] += 1
             elif kind == "delivery":
                 self.counts[f"delivery:{row['role']}"] += 1
             elif kind == "group_state" and row.get("state"):
@@ -75,9 +77,9 @@ def render(stats: LiveStats, phase: str, elapsed: float, duration: float, member
     apis = "   ".join(f"{api} {n:,}" + (f" p99 {p:.0f} ms" if (p := stats.p99(api)) is not None else "")
                        for api, n in busiest)
     table.add_row("requests", f"{stats.rate('response'):,.0f}/s   {apis}")
-    retriable = sum(stats.retriable.values())
     failures = ", ".join(f"{k} {v}" for k, v in stats.failures.most_common(3)) or "none"
-    table.add_row("errors", f"retriable {retriable:,}   failures: {failures}")
+    table.add_row("errors", f"retriable {sum(stats.retriable.values()):,}   connections lost or timed out "
+                            f"{sum(stats.transport.values()):,}   failures: {failures}")
     states = Counter(stats.group_states.values())
     table.add_row("groups (monitor)", "   ".join(f"{s} {n}" for s, n in sorted(states.items())) or "-")
     table.add_row("faults", f"{faults_done}/{faults_total}" + (f"   {stats.fault_lines[-1]}" if stats.fault_lines else ""))

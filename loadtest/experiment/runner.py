@@ -246,6 +246,7 @@ class Experiment:
         self.cluster = ClusterProcess(self.run_dir, self.scenario.cluster, self.settings)
         nodes = f" on {self.scenario.cluster.nodes} Ray nodes" if self.scenario.cluster.nodes > 1 else ""
         with self.console.status(f"starting a raygroups cluster{nodes} (Ray and its actors)…"):
+            self.cluster.start_nodes()
             bootstrap = await asyncio.to_thread(self.cluster.start)
         self.console.print(f"cluster ready at [bold]{bootstrap}[/] (data in {self.cluster.data_dir})")
         return bootstrap

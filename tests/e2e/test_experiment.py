@@ -1,0 +1,146 @@
+"""The users' jobs end to end: `raygroups experiment` on a short scenario with two faults, then the
+checker and the report; and `raygroups demo` shortened, as README's first command runs it."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from loadtest.experiment.eventlog import read_events
+
+pytestmark = pytest.mark.slow
+
+RAYGROUPS = str(Path(sys.executable).with_name("raygroups"))
+SCENARIO = """
+name = "e2e"
+duration_s = 30
+ramp_s = 3
+seed = 3
+
+[cluster]
+gateways = 2
+partition_leaders = 2
+
+[cluster.config]
+"group.share.record.lock.duration.ms" = 10000
+
+[[topics]]
+name = "orders"
+partitions = 4
+
+[[groups]]
+name = "billing"
+count = 2
+members = 3
+topics = ["orders"]
+heartbeat_interval_ms = 1000
+
+[[groups]]
+name = "audit"
+members = 3
+topics = ["orders"]
+assignor = "cooperative-sticky"
+heartbeat_interval_ms = 1000
+
+[[share_groups]]
+name = "workers"
+members = 3
+topics = ["orders"]
+accept = 0.8
+release = 0.15
+reject = 0.05
+processing_ms = 5
+
+[[producers]]
+name = "orders-producer"
+topic = "orders"
+rate = 80
+
+[[faults]]
+at_s = 10
+action = "kill"
+coordinator_of = "billing-0"
+
+[[faults]]
+at_s = 18
+action = "kill"
+share_coordinator_of = { group = "workers", topic = "orders", partition = 1 }
+
+[checks]
+stable_within_s = 20
+drain_timeout_s = 45
+"""
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    base = tmp_path_factory.mktemp("experiment")
+    scenario = base / "e2e.toml"
+    scenario.write_text(SCENARIO)
+    out = base / "run"
+    done = subprocess.run([RAYGROUPS, "experiment", str(scenario), "--out", str(out)], capture_output=True, text=True,
+                          timeout=600)
+    return out, done
+
+
+def test_the_experiment_passes_every_invariant_and_says_so(run):
+    out, done = run
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    verdicts = json.loads((out / "verdicts.json").read_text())
+    assert verdicts["ok"] is True
+    statuses = {v["name"]: v["status"] for v in verdicts["verdicts"]}
+    for name in ("lost-write", "duplicate", "nonmonotonic-commit", "double-acquisition", "delivery-count-exceeded",
+                 "unfinished-share-record", "unstable-group", "failover-rebalance", "incomplete-read"):
+        assert statuses.get(name) == "pass", statuses
+    info = json.loads((out / "run.json").read_text())
+    assert info["status"] == "complete"
+    assert [f["target"].split("-")[0] for f in info["faults"]] == ["group", "share"]
+
+
+def test_the_run_directory_holds_the_event_log_and_the_coordinators_records(run):
+    out, _ = run
+    events = read_events(out)
+    kinds = set(events.column("kind").to_pylist())
+    assert {"request", "response", "delivery", "ack", "commit", "position", "rebalance_start", "rebalance_end",
+            "produce", "group_state", "fault", "recovery", "end_offset", "drained", "phase"} <= kinds
+    faults = [r for r in events.to_pylist() if r["kind"] == "fault"]
+    assert json.loads(faults[0]["detail"])["groups"] == ["billing-0"]
+    offsets = pq.read_table(out / "records" / "consumer_offsets.parquet")
+    assert "OffsetCommit" in set(offsets.column("record_type").to_pylist())
+    final = pq.read_table(out / "records" / "share_state_final.parquet").to_pylist()
+    assert {(r["group"], r["topic"], r["topic_partition"]) for r in final} == {("workers", "orders", p) for p in range(4)}
+
+
+def test_the_report_has_its_plots_and_the_verdicts(run):
+    out, _ = run
+    page = (out / "report" / "index.html").read_text()
+    images = re.findall(r'src="([^"]+\.(?:png|svg))"', page)
+    assert len(images) >= 5
+    for image in images:
+        assert (out / "report" / image).stat().st_size > 1000
+    for name in ("lost-write", "double-acquisition", "failover-rebalance"):
+        assert name in page
+
+
+def test_check_and_report_run_again_on_the_run_directory(run):
+    out, _ = run
+    checked = subprocess.run([RAYGROUPS, "check", str(out)], capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "lost-write" in checked.stdout
+
+
+def test_demo_shortened_exits_0_and_writes_its_report(tmp_path):
+    out = tmp_path / "demo"
+    done = subprocess.run([RAYGROUPS, "demo", "--duration", "25", "--out", str(out)], capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    page = (out / "report" / "index.html").read_text()
+    images = re.findall(r'src="([^"]+\.(?:png|svg))"', page)
+    assert images and all((out / "report" / i).exists() for i in images)
+    assert "report:" in done.stdout and str(out) in done.stdout
