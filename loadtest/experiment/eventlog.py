@@ -115,9 +115,11 @@ class EventLog:
 
     def _write(self, rows: list[dict[str, Any]], path: Path) -> None:
         table = rows_to_table(rows)
-        tmp = path.with_suffix(".tmp")
+        # Written under a hidden name first (pyarrow and Spark skip names starting with "."), then
+        # renamed: a reader of the folder never sees half a part.
+        tmp = path.with_name(f".{path.name}.tmp")
         pq.write_table(table, tmp, compression="zstd")
-        tmp.rename(path)  # a reader never sees half a part
+        tmp.rename(path)
         with self._lock:
             self.rows_written += table.num_rows
 
