@@ -63,6 +63,8 @@ def _arguments(parser) -> None:
     group.add_argument("--assignor", default="range", choices=sorted(ASSIGNORS), help="classic groups' assignor")
     group.add_argument("--heartbeat-interval-ms", type=int, default=3_000, help="classic members' heartbeat interval")
     group.add_argument("--session-timeout-ms", type=int, default=30_000, help="classic members' session timeout")
+    group.add_argument("--commit-interval-ms", type=int, default=5_000,
+                       help="classic members' auto-commit interval (Kafka's auto.commit.interval.ms; 0: never)")
     group.add_argument("--no-fetch", action="store_true", default=False,
                        help="classic members only keep their membership (heartbeats, commits): the coordinator's load")
     group.add_argument("--prefix", default="locust", help="names of topics and groups")
@@ -167,7 +169,7 @@ class ClassicMemberUser(KafkaUser):
         group = f"{o.prefix}-{_worker()}-g{(i // max(o.members_per_group, 1)) % max(o.groups, 1)}"
         config = ClassicConfig(group, _topics(o), assignor=o.assignor, heartbeat_interval_ms=o.heartbeat_interval_ms,
                                session_timeout_ms=o.session_timeout_ms, processing_ms=o.processing_ms,
-                               fetch=not o.no_fetch)
+                               commit_interval_ms=o.commit_interval_ms, fetch=not o.no_fetch)
         return ClassicMember(f"{group}/c{i:05d}", self.bootstrap, config)
 
 
