@@ -1,34 +1,59 @@
-"""The checker's verdicts on one screen (rich), with the first evidence rows of each violation."""
+"""The verdicts on one screen (rich): one line per invariant, then the first evidence of each failure."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
 
-from loadtest.check.verdict import FAIL, PASS, CheckResult, _jsonable
+from loadtest.check.result import CheckResult
+from loadtest.check.verdict import FAIL, NA, PASS, Verdict
 
-_STYLE = {PASS: "[green]pass[/]", FAIL: "[bold red]FAIL[/]"}
-_SHOWN = ("why", "kind", "time", "member", "group", "topic", "partition", "offset", "generation", "delivery_count",
-          "ack_type", "error", "target")
+STATUS = {PASS: "[green]pass[/]", FAIL: "[bold red]FAIL[/]", NA: "[dim]n/a[/]"}
+EVIDENCE_ROWS = 8
+# The evidence columns worth a glance, in this order; whichever the rows have are shown.
+EVIDENCE_COLUMNS = ("kind", "time", "member", "group", "topic", "partition", "offset", "generation",
+                    "delivery_count", "ack_type", "error", "state", "fault_id", "target", "detail", "why")
+DETAIL_KEYS = ("action", "reason", "source", "members")  # what a glance at `detail` needs
 
 
 def render(result: CheckResult, console: Console) -> None:
-    table = Table(title="invariants" + ("" if result.ok else " [bold red](violations)[/]"), title_justify="left")
-    for col in ("invariant", "verdict", "checked", "violations", "summary"):
-        table.add_column(col, justify="right" if col in ("checked", "violations") else "left")
+    failing = [v for v in result.verdicts if v.status == FAIL]
+    title = f"invariants of {result.run_dir}" + (f" — [bold red]{len(failing)} failing[/]" if failing else "")
+    table = Table(title=title, title_justify="left")
+    table.add_column("invariant", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("checked", justify="right")
+    table.add_column("violations", justify="right")
+    table.add_column("summary")
     for v in result.verdicts:
-        table.add_row(v.name, _STYLE.get(v.status, f"[dim]{v.status}[/]"), f"{v.checked:,}",
-                      f"{v.violations:,}" if v.violations else "", v.summary)
+        table.add_row(v.name, STATUS.get(v.status, v.status), f"{v.checked:,}",
+                      f"[red]{v.violations:,}[/]" if v.violations else "", v.summary)
     console.print(table)
-    for v in result.verdicts:
-        if v.status != FAIL:
-            continue
-        rows = [_jsonable(r) for r in v.evidence[:6]]
-        columns = [c for c in _SHOWN if any(c in r for r in rows)]
-        evidence = Table(title=f"{v.name}: first evidence", title_justify="left")
-        for c in columns:
-            evidence.add_column(c)
-        for r in rows:
-            evidence.add_row(*("" if r.get(c) is None else str(r[c])[11:23] if c == "time" else str(r[c])
-                               for c in columns))
-        console.print(evidence)
+    for note in result.notes:
+        console.print(f"[dim]note: {note}[/]")
+    for v in failing:
+        console.print(evidence_table(v))
+
+
+def evidence_table(verdict: Verdict) -> Table:
+    rows = verdict.evidence[:EVIDENCE_ROWS]
+    columns = [c for c in EVIDENCE_COLUMNS if any(c in r for r in rows)]
+    more = len(verdict.evidence) - len(rows)
+    caption = f"{more} more evidence rows in verdicts.json" if more > 0 else None
+    table = Table(title=f"{verdict.name}: first evidence", title_justify="left", caption=caption,
+                  caption_justify="left")
+    for c in columns:
+        table.add_column(c, overflow="fold", no_wrap=c != "why")
+    for r in rows:
+        table.add_row(*(_cell(c, r.get(c)) for c in columns))
+    return table
+
+
+def _cell(column: str, value: object) -> str:
+    if value is None:
+        return ""
+    if column == "time" and isinstance(value, str):
+        return value[11:23]  # HH:MM:SS.mmm of the ISO time: one run spans hours at most
+    if column == "detail" and isinstance(value, dict):
+        return " ".join(f"{k}={value[k]}" for k in DETAIL_KEYS if k in value)
+    return str(value)

@@ -1,69 +1,79 @@
-"""A verdict per invariant, with the event rows that show a violation (docs/experiments.md)."""
+"""A verdict per invariant, with the event rows that show its first violations (docs/experiments.md).
+
+Evidence rows are event-log rows as the checker read them (times in integer microseconds,
+`detail` parsed), turned here into what `verdicts.json` holds: only the columns that are set,
+times as ISO-8601 strings, and a `why` saying what the row shows.
+"""
 
 from __future__ import annotations
 
 import datetime
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 PASS, FAIL, NA = "pass", "fail", "n/a"
 MAX_EVIDENCE = 50
+TIME_COLUMNS = ("time", "request_time")
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+Row = dict[str, Any]
 
 
 @dataclass(slots=True)
 class Verdict:
     name: str
     title: str
-    status: str
-    summary: str
+    status: str  # PASS, FAIL or NA
+    summary: str  # one human line with the counts (the reason, for n/a)
     checked: int = 0
     violations: int = 0
-    evidence: list[dict[str, Any]] = field(default_factory=list)
+    evidence: list[Row] = field(default_factory=list)  # at most MAX_EVIDENCE rows, times as ISO strings
 
-    def as_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "title": self.title, "status": self.status, "summary": self.summary,
-                "checked": self.checked, "violations": self.violations,
-                "evidence": [_jsonable(row) for row in self.evidence[:MAX_EVIDENCE]]}
+                "checked": self.checked, "violations": self.violations, "evidence": self.evidence[:MAX_EVIDENCE]}
 
 
 @dataclass(slots=True)
-class CheckResult:
-    run_dir: Path
-    verdicts: list[Verdict]
+class Evidence:
+    """Collects the rows of the first violations, up to MAX_EVIDENCE rows (the counts go on
+    regardless). A violation's rows go in together or not at all, so each one shown is whole."""
 
-    @property
-    def ok(self) -> bool:
-        return all(v.status != FAIL for v in self.verdicts)
+    rows: list[Row] = field(default_factory=list)
+    full: bool = False
 
-    def as_json(self) -> dict[str, Any]:
-        return {"format": 1, "ok": self.ok, "checked_at": datetime.datetime.now(datetime.UTC).isoformat(),
-                "verdicts": [v.as_json() for v in self.verdicts]}
-
-    def write(self) -> Path:
-        path = Path(self.run_dir) / "verdicts.json"
-        path.write_text(json.dumps(self.as_json(), indent=2))
-        return path
+    def add(self, why: str, *rows: Row | None) -> None:
+        shown = [evidence_row(row, why) for row in rows if row is not None] if not self.full else []
+        if len(self.rows) + len(shown) > MAX_EVIDENCE:
+            self.full = True
+        else:
+            self.rows += shown
+            self.full = len(self.rows) == MAX_EVIDENCE
 
 
-def evidence(*rows: dict[str, Any] | None, note: str | None = None) -> list[dict[str, Any]]:
-    """Event rows for a verdict, without their empty columns; `note` says what the rows show."""
-    out = []
-    for row in rows:
-        if row is None:
-            continue
-        kept = {k: v for k, v in row.items() if v is not None}
-        if note:
-            kept["why"] = note
-        out.append(kept)
-    return out
+def judged(name: str, title: str, checked: int, violations: int, evidence: Evidence, summary: str) -> Verdict:
+    return Verdict(name, title, FAIL if violations else PASS, summary, checked, violations, evidence.rows)
 
 
-def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
-    out = {}
+def not_applicable(name: str, title: str, reason: str) -> Verdict:
+    return Verdict(name, title, NA, reason)
+
+
+def evidence_row(row: Row, why: str | None = None) -> Row:
+    out: Row = {}
     for key, value in row.items():
-        if key in ("time", "request_time") and isinstance(value, int):
-            value = datetime.datetime.fromtimestamp(value / 1e6, datetime.UTC).isoformat()
-        out[key] = value
+        if value is None:
+            continue
+        out[key] = iso(value) if key in TIME_COLUMNS and isinstance(value, int) else value
+    if why:
+        out["why"] = why
     return out
+
+
+def iso(micros: int) -> str:
+    # Exact to the microsecond (a float division may be off by one at today's epoch).
+    return (EPOCH + datetime.timedelta(microseconds=micros)).isoformat()
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n:,} {word if n == 1 else many or word + 's'}"

@@ -1,0 +1,80 @@
+"""double-acquisition: one share record held by two members at once.
+
+Two ways to see it (docs/experiments.md, invariant 5):
+- two deliveries of the record with the same delivery count: each acquisition counts one more,
+  unless the partition's leadership moved between them (a kill, move, restart or node loss
+  listing it, injected before the second arrived and not yet recovered when the first was asked
+  for): a count is durable only once an acknowledgement or release is written, so the new leader
+  counts on from the written state and may hand the same count out again;
+- a delivery to member B asked for after A's delivery arrived and arriving before A's
+  acknowledgement, which then succeeded, was sent: A still held the record when B got it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loadtest.check.faults import Move, leadership_moves
+from loadtest.check.history import asked_at
+from loadtest.check.rundata import RunData
+from loadtest.check.share import ShareRecord, acked_delivery, delivered_records, redelivered
+from loadtest.check.verdict import Evidence, Verdict, judged, not_applicable, plural
+
+NAME = "double-acquisition"
+TITLE = "no share record held by two members at once"
+Row = dict[str, Any]
+
+
+def double_acquisition(run: RunData) -> Verdict:
+    checked = delivered_records(run)
+    if not checked:
+        return not_applicable(NAME, TITLE, "no share group received records")
+    moves = leadership_moves(run)
+    evidence = Evidence()
+    violations = 0
+    excused = 0
+    for (group, topic, partition, offset), record in redelivered(run).items():
+        found, moved = held_twice(record, moves.get(f"{topic}-{partition}", []))
+        excused += moved
+        if found is not None:
+            violations += 1
+            why, rows = found
+            evidence.add(why, *rows)
+    if violations:
+        summary = f"{violations:,} of {plural(checked, 'share record')} held by two members at once"
+    else:
+        summary = f"{plural(checked, 'share record')}, each held by one member at a time"
+    if excused:
+        summary += f" ({plural(excused, 'same-count redelivery', 'same-count redeliveries')} across a leader change)"
+    return judged(NAME, TITLE, checked, violations, evidence, summary)
+
+
+def held_twice(record: ShareRecord, moves: list[Move]) -> tuple[tuple[str, list[Row]] | None, int]:
+    """((why, rows) of the first double acquisition or None, how many same-count pairs a leader
+    change explained)."""
+    excused = 0
+    by_count: dict[int, Row] = {}
+    for d in record.deliveries:
+        if d["delivery_count"] is None:
+            continue
+        earlier = by_count.get(d["delivery_count"])
+        by_count[d["delivery_count"]] = d
+        if earlier is None:
+            continue
+        if any(m.straddles(asked_at(earlier), d["time"]) for m in moves):
+            excused += 1
+            continue
+        return (f"delivered twice with delivery count {d['delivery_count']}, no leader change between",
+                [earlier, d]), excused
+    for ack in record.acks:
+        if ack["error"] != "NONE":
+            continue
+        holder = acked_delivery(ack, record.deliveries)
+        if holder is None:
+            continue
+        for other in record.deliveries:
+            if other["member"] != holder["member"] and asked_at(other) >= holder["time"] \
+                    and other["time"] <= asked_at(ack):
+                return (f"acquired by {other['member']} while its holder still held it ({holder['member']}'s "
+                        f"{ack['ack_type']} succeeded later)", [holder, other, ack]), excused
+    return None, excused
