@@ -83,5 +83,10 @@ def demo(
 ) -> None:
     """The main job: a mixed classic + share load on an embedded cluster, four faults, the check and the report."""
     from loadtest.demo import run_demo
+    from loadtest.experiment.scenario import ScenarioError
 
-    raise typer.Exit(run_demo(duration=duration, out=out, console=console))
+    try:
+        code = run_demo(duration=duration, out=out, console=console)
+    except ScenarioError as exc:
+        fail(str(exc))
+    raise typer.Exit(code)

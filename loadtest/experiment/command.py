@@ -36,15 +36,19 @@ def _with_duration(scenario: Scenario, text: str, duration: float, source: str, 
     """The scenario with another duration: faults keep their place relative to it."""
     import msgspec
 
+    from loadtest.experiment.scenario import ScenarioError, validate
+
     data = msgspec.to_builtins(scenario)
     scale = duration / scenario.duration_s
     data["duration_s"] = duration
     data["ramp_s"] = min(scenario.ramp_s, duration / 4)
     for fault in data["faults"]:
         fault["at_s"] = round(fault["at_s"] * scale, 3)
-    import tomli_w
-
-    return parse_scenario(tomli_w.dumps(data), f"{source} (--duration {duration:g})", external)
+    shorter = msgspec.convert(data, type=Scenario)
+    problem = validate(shorter, external)
+    if problem:
+        raise ScenarioError(f"{source} (--duration {duration:g}): {problem}")
+    return shorter
 
 
 def run_scenario(scenario: Scenario, text: str, run_dir: Path, bootstrap: str | None, console: Console,
