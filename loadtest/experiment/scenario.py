@@ -111,16 +111,20 @@ class FaultSpec(_Strict):
     down_s: float = 1.0  # restart-cluster: seconds between the kill and the restart
     node: int | None = None  # kill-node: index of a non-head node
 
+    def selectors(self) -> list[str]:
+        """The selector fields that are set (gateway 0 is set: compare with `is`, not `in`)."""
+        return [name for name in _SELECTORS if _is_set(getattr(self, name))]
+
     def selector(self) -> str | None:
-        """Which selector field is set (None if none is)."""
-        for name in _SELECTORS:
-            value = getattr(self, name)
-            if value not in (None, False, []):
-                return name
-        return None
+        chosen = self.selectors()
+        return chosen[0] if chosen else None
 
 
 _SELECTORS = ("coordinator_of", "share_coordinator_of", "leader_of", "gateway", "actor", "random")
+
+
+def _is_set(value: object) -> bool:
+    return not (value is None or value is False or value == [])
 
 
 class Checks(_Strict):
@@ -252,7 +256,7 @@ def _validate_fault(s: Scenario, f: FaultSpec, external_cluster: bool) -> str | 
     if not 0 <= f.at_s < s.duration_s:
         return f"at_s: {f.at_s} is outside the run (0..duration_s={s.duration_s})"
     selector = f.selector()
-    chosen = [n for n in _SELECTORS if getattr(f, n) not in (None, False, [])]
+    chosen = f.selectors()
     if f.action in ("kill", "pause", "move"):
         if len(chosen) != 1:
             return (f"action: {f.action} needs exactly one of "
