@@ -301,6 +301,7 @@ class Experiment:
                     self.notes.append(f"the cluster process exited during the load at {elapsed:.0f} s; see cluster.log")
                     break
                 await asyncio.sleep(0.25)
+        self.console.print()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -4,9 +4,12 @@ checker and the report; and `raygroups demo` shortened, as README's first comman
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -144,3 +147,52 @@ def test_demo_shortened_exits_0_and_writes_its_report(tmp_path):
     images = re.findall(r'src="([^"]+\.(?:png|svg))"', page)
     assert images and all((out / "report" / i).exists() for i in images)
     assert "report:" in done.stdout and str(out) in done.stdout
+
+
+def test_a_run_whose_cluster_dies_keeps_its_event_log_and_judges_what_it_saw(tmp_path):
+    scenario = tmp_path / "dies.toml"
+    scenario.write_text(SCENARIO.replace("duration_s = 30", "duration_s = 60").split("[[faults]]")[0])
+    out = tmp_path / "run"
+    proc = subprocess.Popen([RAYGROUPS, "experiment", str(scenario), "--out", str(out), "--no-report"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 240
+    while time.time() < deadline and not list((out / "events").glob("part-*.parquet")) and not _loading(out):
+        time.sleep(0.5)
+    time.sleep(8)  # some load observed
+    cluster = [pid for pid in _pids() if f"{out}/data" in _cmdline(pid) and "cluster.cli" in _cmdline(pid)]
+    assert cluster, "the experiment's cluster process was not found"
+    for pid in _pids():
+        if _sid(pid) == cluster[0]:
+            os.kill(pid, signal.SIGKILL)
+    output, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 1, output[-3000:]
+    info = json.loads((out / "run.json").read_text())
+    assert info["status"] == "cluster-died" and any("exited during the load" in n for n in info["notes"])
+    verdicts = {v["name"]: v["status"] for v in json.loads((out / "verdicts.json").read_text())["verdicts"]}
+    assert verdicts["lost-write"] == "n/a" and verdicts["duplicate"] == "pass"
+    assert read_events(out).num_rows > 1000
+
+
+def _loading(out: Path) -> bool:
+    try:
+        return json.loads((out / "run.json").read_text())["topics"] != []
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def _pids() -> list[int]:
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _sid(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
