@@ -170,7 +170,9 @@ class PartitionLeader:
             outcome = partition.read(offset, min(partition_max, budget) if budget > 0 else 0)
             budget -= len(outcome.records)
             outcomes.append(outcome)
-            if outcome.error_code == ErrorCode.none and not outcome.records:
+            if outcome.error_code == ErrorCode.none:
+                # Any partition's new records may be what brings the fetch to min_bytes (Kafka's
+                # DelayedFetch counts the bytes of every partition, not just of the empty ones).
                 waiting_on.append(partition.data_appended)
         return outcomes, waiting_on
 

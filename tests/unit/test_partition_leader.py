@@ -132,6 +132,23 @@ def test_fetch_long_poll_wakes_on_new_records_and_times_out_otherwise(tmp_path):
     asyncio.run(main())
 
 
+def test_fetch_waits_for_min_bytes_even_when_every_partition_has_some_data(tmp_path):
+    async def main():
+        leader = await leader_with(tmp_path, ("t", 0, 1))
+        await leader.produce([("t", 0, 1, batch(1))])
+        one = len(batch(1))
+        waiting = asyncio.ensure_future(leader.fetch([("t", 0, 1, -1, 0, 1000)], 30_000, 2 * one, 1000))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not waiting.done()  # one batch is there, but less than min_bytes
+        await leader.produce([("t", 0, 1, batch(1))])
+        (both,) = await asyncio.wait_for(waiting, 10)
+        assert [h.base_offset for _, h in iter_batches(both.records)] == [0, 1]
+        await leader.shutdown()
+
+    asyncio.run(main())
+
+
 def test_max_bytes_limits_the_response_but_always_returns_a_first_batch(tmp_path):
     async def main():
         leader = await leader_with(tmp_path, ("t", 0, 1), ("t", 1, 1))
