@@ -63,10 +63,10 @@ class LiveStats:
 def render(stats: LiveStats, phase: str, elapsed: float, duration: float, members: dict[str, tuple[int, int]],
            faults_done: int, faults_total: int) -> Group:
     bar = ProgressBar(total=max(duration, 1), completed=min(elapsed, duration), width=50)
-    head = Text.assemble((f" {phase} ", "bold reverse"), f"  {elapsed:5.0f} / {duration:.0f} s  ")
     table = Table.grid(padding=(0, 2))
     table.add_column(style="dim")
     table.add_column()
+    table.add_row(Text.assemble((f" {phase} ", "bold reverse")), Group(Text(f"{elapsed:.0f} / {duration:.0f} s"), bar))
     members_line = "   ".join(f"{role} {ready}/{total}" for role, (ready, total) in members.items())
     table.add_row("members (stable/all)", members_line)
     table.add_row("records",
@@ -83,4 +83,4 @@ def render(stats: LiveStats, phase: str, elapsed: float, duration: float, member
     states = Counter(stats.group_states.values())
     table.add_row("groups (monitor)", "   ".join(f"{s} {n}" for s, n in sorted(states.items())) or "-")
     table.add_row("faults", f"{faults_done}/{faults_total}" + (f"   {stats.fault_lines[-1]}" if stats.fault_lines else ""))
-    return Group(Text.assemble(head), bar, table)
+    return table

@@ -92,7 +92,7 @@ class ClassicConfig:
     session_timeout_ms: int = 10_000
     rebalance_timeout_ms: int = 30_000
     heartbeat_interval_ms: int = 3_000
-    commit_interval_ms: int = 1_000
+    commit_interval_ms: int = 5_000  # Kafka's auto.commit.interval.ms
     processing_ms: float = 0.0
     fetch_max_wait_ms: int = 500
     fetch_min_bytes: int = 1
