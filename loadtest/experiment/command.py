@@ -14,7 +14,7 @@ from rich.table import Table
 
 from loadtest.experiment import rundir
 from loadtest.experiment.runner import Experiment, RunOutcome
-from loadtest.experiment.scenario import Scenario, load_scenario, parse_scenario
+from loadtest.experiment.scenario import Scenario, load_scenario
 
 
 def default_run_dir(name: str) -> Path:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,32 +13,16 @@ from pyspark.sql import DataFrame, SparkSession
 from loadtest.experiment.rundir import RunDirError
 from loadtest.report import final_state, pipeline, rebalance, recovery, share
 from loadtest.report.facts import RunFacts, TimeAxis, time_axis
-from loadtest.report.faults import FAULTS_SCHEMA, Fault, fault_rows, parse_faults
+from loadtest.report.faults import FAULTS_SCHEMA, fault_rows, parse_faults
 from loadtest.report.page import Page
 from loadtest.report.progress import Steps
+from loadtest.report.results import Results
+from loadtest.report.sections import sections
 from loadtest.report.tables import Table, collect, from_rows, write_tables
 from loadtest.report.verdicts import Verdicts
 
 
-@dataclass
-class Results:
-    """What the pipeline found: the input of the plots and the page."""
-
-    facts: RunFacts
-    axis: TimeAxis
-    counts: dict[str, Any]
-    faults: list[Fault]
-    classic_groups: set[str]
-    share_groups: dict[str, list[str]]  # share group -> topics
-    tables: dict[str, Table] = field(default_factory=dict)
-
-    def add(self, table: Table) -> Table:
-        self.tables[table.name] = table
-        return table
-
-
 def analyse(spark: SparkSession, facts: RunFacts, verdicts: Verdicts, out: Path, steps: Steps) -> Page:
-    from loadtest.report.sections import sections
 
     with steps.step("reading the event log"):
         events = pipeline.load_events(spark, facts.run_dir)

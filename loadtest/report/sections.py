@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from loadtest.report import plots
-from loadtest.report.analysis import Results
+from loadtest.report.results import Results
 from loadtest.report.faults import marks
 from loadtest.report.page import Section, html_table, ms, seconds, table_html
 
