@@ -405,14 +405,19 @@ class Controller:
 
         return list(await asyncio.gather(*(one(e) for e in entries)))
 
-    async def kill(self, name: str) -> str:
+    async def check_kill(self, name: str) -> str:
+        """Raise the error kill(name) would raise, kill nothing."""
         entry = self.actors.get(name)
         if entry is None:
             raise KeyError(f"no actor named {name!r}; `raygroups actors` lists them")
         if not entry.alive:
             raise KeyError(f"{name} is already dead")
+        return name
+
+    async def kill(self, name: str) -> str:
+        await self.check_kill(name)
         self._event("kill", f"{name} killed by operator")
-        ray.kill(entry.handle, no_restart=True)
+        ray.kill(self.actors[name].handle, no_restart=True)
         return name
 
     async def pause(self, name: str, seconds: float) -> dict[str, Any]:
@@ -517,6 +522,9 @@ class ControllerActor:
 
     async def actors_info(self) -> list[dict[str, Any]]:
         return await self.controller.actors_info()
+
+    async def check_kill(self, name: str) -> str:
+        return await self.controller.check_kill(name)
 
     async def kill(self, name: str) -> str:
         return await self.controller.kill(name)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
@@ -41,6 +41,9 @@ class Request:
     unsupported_api_versions: bool = False
     client_host: str = ""  # the peer's address, as Kafka reports a member's client host
     connection_id: int = 0  # which client connection it came on (share sessions end with it)
+    # Run once the answer has been handed to the socket: an operator killing the gateway they are
+    # connected to must get the answer before the kill lands.
+    after_reply: Callable[[], None] | None = None
 
 
 @dataclass(slots=True)

@@ -27,10 +27,11 @@ class Gateway:
         from cluster.gateway.handlers import HANDLERS
 
         self.node_id = node_id
+        self.name = f"gateway-{node_id}"
         self.config = config
         self.controller = controller
         self.router = Router(controller, leadership)
-        self.producer_ids = producer_ids.from_controller(controller, f"gateway-{node_id}")
+        self.producer_ids = producer_ids.from_controller(controller, self.name)
         self.share_sessions = ShareSessionCache(config["group.share.max.share.sessions"])
         self.persister = Persister(self.router, config["share.coordinator.state.topic.num.partitions"])
         self._handlers: dict[int, Callable[[Gateway, Request], Any]] = HANDLERS

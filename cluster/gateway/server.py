@@ -115,6 +115,8 @@ class KafkaProtocol(asyncio.Protocol):
                 self._transport.write(encode_admin_response(request, outcome))
             else:
                 self._transport.write(encode_response(request, outcome))
+            if request.after_reply is not None:
+                request.after_reply()
         if self._paused and len(self._pending) <= MAX_OUTSTANDING // 2 and self._transport is not None:
             self._paused = False
             self._transport.resume_reading()

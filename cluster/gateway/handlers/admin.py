@@ -29,6 +29,11 @@ async def admin(gw: Any, request: Any) -> bytes:
             result["groups"] = await _groups_by_type_and_state(gw)
         elif op == "actors":
             result = await controller.actors_info.remote()
+        elif op == "kill" and args["name"] == gw.name:
+            # This very gateway: check the kill is allowed, answer, and only then have it done,
+            # or the connection dies before the operator hears that it worked.
+            result = await controller.check_kill.remote(args["name"])
+            request.after_reply = lambda: controller.kill.remote(args["name"])
         elif op == "kill":
             result = await controller.kill.remote(args["name"])
         elif op == "move":

@@ -1,0 +1,54 @@
+"""The gateway's socket side: answers in request order, and an action that must follow an answer."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+import msgpack
+
+from cluster.gateway.apis import ADMIN_API_KEY
+from cluster.gateway.server import KafkaProtocol, ServerStats
+
+
+class RecordingTransport(asyncio.Transport):
+    def __init__(self, log: list[str]) -> None:
+        super().__init__()
+        self.log = log
+
+    def get_extra_info(self, name, default=None):
+        return ("127.0.0.1", 1) if name == "peername" else default
+
+    def write(self, data: bytes) -> None:
+        (correlation_id,) = struct.unpack_from(">i", data, 4)
+        self.log.append(f"wrote {correlation_id}")
+
+    def close(self) -> None:
+        self.log.append("closed")
+
+
+def admin_frame(correlation_id: int, op: str) -> bytes:
+    body = struct.pack(">hhih", ADMIN_API_KEY, 0, correlation_id, -1) + msgpack.packb({"op": op})
+    return struct.pack(">i", len(body)) + body
+
+
+def test_an_action_after_the_reply_runs_once_that_reply_is_written_and_in_order():
+    async def scenario() -> list[str]:
+        log: list[str] = []
+        slow = asyncio.get_running_loop().create_future()
+
+        def dispatch(request):
+            if request.correlation_id == 1:
+                return slow  # answered later: the second reply must wait behind it
+            request.after_reply = lambda: log.append("after 2")
+            return msgpack.packb({"ok": True})
+
+        protocol = KafkaProtocol(dispatch, 1 << 20, ServerStats())
+        protocol.connection_made(RecordingTransport(log))
+        protocol.data_received(admin_frame(1, "status") + admin_frame(2, "kill"))
+        assert log == []
+        slow.set_result(msgpack.packb({"ok": True}))
+        await asyncio.sleep(0)  # let the future's done callback run
+        return log
+
+    assert asyncio.run(scenario()) == ["wrote 1", "wrote 2", "after 2"]
