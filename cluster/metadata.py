@@ -21,8 +21,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.codec import Record, RecordCodec
-from coordinator.result import Result
+from kernel.codec import Record, RecordCodec
+from kernel.result import Result
 
 METADATA_TOPIC = "__cluster_metadata"
 CONSUMER_OFFSETS = "__consumer_offsets"

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from coordinator.clock import ManualClock
-from coordinator.codec import Record, RecordCodec
-from coordinator.result import PARKED, RequestToken, Result
-from coordinator.timer import ManualTimer, TimerOperation
+from kernel.clock import ManualClock
+from kernel.codec import Record, RecordCodec
+from kernel.result import PARKED, RequestToken, Result
+from kernel.timer import ManualTimer, TimerOperation
 
 from cluster.batching import BatchingQueue
 from cluster.log import LogConfig, LogWriteError, PartitionLog

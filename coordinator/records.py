@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from coordinator.codec import Record, RecordCodec
+from kernel.codec import Record, RecordCodec
 
 if TYPE_CHECKING:  # pragma: no cover
     from coordinator.classic.group import ClassicGroup

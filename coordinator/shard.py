@@ -24,8 +24,8 @@ from coordinator.classic.messages import (
     SyncGroupRequest,
 )
 from coordinator.classic.state import ClassicGroupState as S
-from coordinator.clock import Clock
-from coordinator.codec import Record
+from kernel.clock import Clock
+from kernel.codec import Record
 from coordinator.config import GroupCoordinatorConfig
 from coordinator.records import (
     SHARE_GROUP_KEYS,
@@ -35,7 +35,7 @@ from coordinator.records import (
     OffsetCommitKey,
     OffsetCommitValue,
 )
-from coordinator.result import RequestToken, Result
+from kernel.result import RequestToken, Result
 from coordinator.share import admin as share_admin
 from coordinator.share import group as share_group
 from coordinator.share import heartbeat as share_heartbeat
@@ -50,7 +50,7 @@ from coordinator.share.messages import (
     TopicImage,
 )
 from coordinator.share.metadata import EMPTY_IMAGE, TopicsImage
-from coordinator.timer import Timer
+from kernel.timer import Timer
 from coordinator.txn import Txn
 
 OFFSETS_CLEANUP_KEY = ("offsets-cleanup",)

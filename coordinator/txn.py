@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from coordinator.classic.group import ClassicGroup
-from coordinator.codec import Record
+from kernel.codec import Record
 from coordinator.records import classic_group_state
-from coordinator.result import RequestToken, Result
+from kernel.result import RequestToken, Result
 
 if TYPE_CHECKING:  # pragma: no cover
     from coordinator.shard import GroupCoordinatorShard

@@ -21,11 +21,11 @@ from cluster.log import LogConfig, PartitionLog
 from cluster.recordbatch import encode_records
 from cluster.runtime import CoordinatorRuntime, RuntimeConfig
 from coordinator.classic.messages import JoinGroupRequest, SyncGroupRequest
-from coordinator.clock import ManualClock
+from kernel.clock import ManualClock
 from coordinator.config import GroupCoordinatorConfig
 from coordinator.records import CODEC, offset_commit_record
 from coordinator.shard import GroupCoordinatorShard
-from coordinator.timer import ManualTimer
+from kernel.timer import ManualTimer
 from cluster.gateway.apis import ApiKey
 from loadtest.drivers.crowd import Crowd
 from loadtest.members.classic import ClassicConfig, ClassicMember, ClassicState

@@ -193,8 +193,8 @@ async def coordinator_write_rates(controller: Any, seconds: float, writers: int)
 
 
 def memory_per_inflight_record(records: int, batch: int) -> dict[str, float]:
-    from coordinator.clock import ManualClock
-    from coordinator.timer import ManualTimer
+    from kernel.clock import ManualClock
+    from kernel.timer import ManualTimer
     from sharestate.inflight import AcknowledgeType
     from sharestate.partition import AcknowledgementBatch, SharePartition, SharePartitionConfig
 

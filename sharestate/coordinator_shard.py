@@ -40,10 +40,10 @@ from uuid import UUID
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.clock import Clock
-from coordinator.codec import Record
-from coordinator.result import RequestToken, Result
-from coordinator.timer import Timer
+from kernel.clock import Clock
+from kernel.codec import Record
+from kernel.result import RequestToken, Result
+from kernel.timer import Timer
 from sharestate import messages as m
 from sharestate.config import ShareCoordinatorConfig
 from sharestate.records import (

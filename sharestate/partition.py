@@ -32,8 +32,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.clock import Clock
-from coordinator.timer import Timer
+from kernel.clock import Clock
+from kernel.timer import Timer
 from sharestate.inflight import (
     NO_MEMBER,
     AcknowledgeType,

@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
-from coordinator.codec import Record, RecordCodec
+from kernel.codec import Record, RecordCodec
 from sharestate.inflight import RecordState
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.clock import ManualClock
-from coordinator.timer import ManualTimer
+from kernel.clock import ManualClock
+from kernel.timer import ManualTimer
 from sharestate import messages as m
 from sharestate.coordinator_shard import ShareCoordinatorShard, SharePartitionKey
 

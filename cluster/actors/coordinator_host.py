@@ -11,7 +11,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.codec import RecordCodec
+from kernel.codec import RecordCodec
 
 from cluster.actors.common import ActorKind, identity, wait_forever
 from cluster.config import Config

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from coordinator.classic.state import ClassicGroupState
-from coordinator.result import RequestToken
+from kernel.result import RequestToken
 
 Protocols = tuple[tuple[str, bytes], ...]  # (name, metadata) in the member's order of preference
 

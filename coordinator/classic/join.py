@@ -32,7 +32,7 @@ from coordinator.classic.rebalance import (
 )
 from coordinator.classic.state import ClassicGroupState as S
 from coordinator.records import empty_group_metadata_record, group_metadata_record
-from coordinator.result import PARKED, RequestToken
+from kernel.result import PARKED, RequestToken
 from coordinator.txn import Txn
 
 

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import enum
 
-
-class IllegalTransition(RuntimeError):
-    pass
+from kernel.lifecycle import IllegalTransition, validate_transition
 
 
 class ClassicGroupState(enum.Enum):
@@ -25,8 +23,7 @@ class ClassicGroupState(enum.Enum):
 
     def validate_transition(self, target: "ClassicGroupState") -> None:
         """Raise, changing nothing, unless self -> target is legal."""
-        if self not in _VALID_PREVIOUS[target]:
-            raise IllegalTransition(f"classic group cannot go from {self.value} to {target.value}")
+        validate_transition(_VALID_PREVIOUS, self, target, "classic group")
 
 
 _S = ClassicGroupState
@@ -37,3 +34,5 @@ _VALID_PREVIOUS: dict[ClassicGroupState, frozenset[ClassicGroupState]] = {
     _S.STABLE: frozenset({_S.COMPLETING_REBALANCE}),
     _S.DEAD: frozenset({_S.STABLE, _S.PREPARING_REBALANCE, _S.COMPLETING_REBALANCE, _S.EMPTY, _S.DEAD}),
 }
+
+__all__ = ["ClassicGroupState", "IllegalTransition"]

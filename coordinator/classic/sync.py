@@ -23,7 +23,7 @@ from coordinator.classic.messages import SyncGroupRequest, SyncGroupResponse
 from coordinator.classic.rebalance import propagate_assignment, remove_pending_sync_member, reschedule_heartbeat
 from coordinator.classic.state import ClassicGroupState as S
 from coordinator.records import group_metadata_record
-from coordinator.result import PARKED, RequestToken
+from kernel.result import PARKED, RequestToken
 from coordinator.txn import Txn
 
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from uuid import UUID
 
-from coordinator.codec import Record
+from kernel.codec import Record
+from kernel.lifecycle import IllegalTransition, validate_transition
 from coordinator.records import (
     ShareGroupCurrentMemberAssignmentKey,
     ShareGroupMemberMetadataKey,
@@ -34,10 +35,6 @@ TopicPartitions = Mapping[UUID, frozenset[int]]  # topic id -> partitions; never
 LEAVE_GROUP_MEMBER_EPOCH = -1
 
 
-class IllegalTransition(RuntimeError):
-    pass
-
-
 class ShareGroupState(enum.Enum):
     """Kafka's ShareGroupState; the state follows the members (ShareGroup.maybeUpdateGroupState).
 
@@ -52,8 +49,7 @@ class ShareGroupState(enum.Enum):
 
     def validate_transition(self, target: "ShareGroupState") -> None:
         """Raise, changing nothing, unless self -> target is legal (staying put is)."""
-        if target is not self and self not in _VALID_PREVIOUS[target]:
-            raise IllegalTransition(f"share group cannot go from {self.value} to {target.value}")
+        validate_transition(_VALID_PREVIOUS, self, target, "share group", stay=True)
 
 
 _S = ShareGroupState

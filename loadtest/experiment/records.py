@@ -22,9 +22,9 @@ import pyarrow.parquet as pq
 
 from cluster.log import LogConfig, PartitionLog
 from cluster.recordbatch import decode_records, parse_header
-from coordinator.clock import ManualClock
+from kernel.clock import ManualClock
 from coordinator.records import CODEC as GROUP_CODEC
-from coordinator.timer import ManualTimer
+from kernel.timer import ManualTimer
 from loadtest.experiment import rundir
 from sharestate.coordinator_shard import ShareCoordinatorShard
 from sharestate.records import CODEC as SHARE_CODEC

@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 import msgpack
 import pytest
 
-from coordinator.codec import Record, RecordCodec, UnknownRecordType
+from kernel.codec import Record, RecordCodec, UnknownRecordType
 
 
 @dataclass(frozen=True, slots=True)

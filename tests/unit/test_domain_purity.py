@@ -1,4 +1,4 @@
-"""The domain (coordinator/, sharestate/) stays deterministic: no clocks, randomness, I/O or Ray."""
+"""The domain (kernel/, coordinator/, sharestate/) stays deterministic: no clocks, randomness, I/O or Ray."""
 
 import ast
 from pathlib import Path
@@ -7,7 +7,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN = {"time", "asyncio", "random", "socket", "ray", "uvloop", "threading", "os", "datetime", "secrets"}
-FILES = sorted(p for d in ("coordinator", "sharestate") for p in (ROOT / d).rglob("*.py"))
+FILES = sorted(p for d in ("kernel", "coordinator", "sharestate") for p in (ROOT / d).rglob("*.py"))
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))

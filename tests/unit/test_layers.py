@@ -1,7 +1,9 @@
 """ARCHITECTURE.md's layers: imports point downwards only, not even through type hints.
 
-    loadtest/ -> cluster/ -> sharestate/ -> coordinator/
-The CLI finds the load-test commands through an entry point, so cluster/ never imports loadtest/.
+    loadtest/ -> cluster/ -> sharestate/ -> coordinator/ -> kernel/
+kernel/ is Kafka's coordinator-common (clock, timer, codec, result, lifecycle); the share state
+machines use it without the group coordinator's domain. The CLI finds the load-test commands
+through an entry point, so cluster/ never imports loadtest/.
 """
 
 from __future__ import annotations
@@ -12,8 +14,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ("coordinator", "sharestate", "cluster", "loadtest")  # bottom to top
-ALLOWED = {layer: set(LAYERS[: i + 1]) for i, layer in enumerate(LAYERS)}
+LAYERS = ("kernel", "coordinator", "sharestate", "cluster", "loadtest")  # bottom to top
+# Who may import whom: the one table of the contract (a package may always import itself).
+ALLOWED = {
+    "kernel": {"kernel"},
+    "coordinator": {"kernel", "coordinator"},
+    "sharestate": {"kernel", "coordinator", "sharestate"},
+    "cluster": {"kernel", "coordinator", "sharestate", "cluster"},
+    "loadtest": {"kernel", "coordinator", "sharestate", "cluster", "loadtest"},
+}
 FILES = sorted(p for d in LAYERS for p in (ROOT / d).rglob("*.py"))
 
 

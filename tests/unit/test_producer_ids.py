@@ -14,7 +14,7 @@ from cluster.gateway.producer_ids import NoProducerIdBlock, ProducerIdAllocator
 from cluster.log import LogConfig
 from cluster.metadata import CODEC, PRODUCER_ID_BLOCK_SIZE, ClusterMetadata, ProducerIdsKey, ProducerIdsValue
 from cluster.runtime import CoordinatorRuntime, RuntimeConfig
-from coordinator.codec import Record
+from kernel.codec import Record
 
 
 def controller_on(data_dir) -> Controller:

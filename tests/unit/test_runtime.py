@@ -19,9 +19,9 @@ from cluster.runtime import (
     RuntimeConfig,
     StorageError,
 )
-from coordinator.clock import ManualClock
-from coordinator.codec import Record, RecordCodec
-from coordinator.result import PARKED, Result
+from kernel.clock import ManualClock
+from kernel.codec import Record, RecordCodec
+from kernel.result import PARKED, Result
 from tests.full_disk import FullDisk
 
 TP = ("__test", 0)

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
-from coordinator.clock import ManualClock
-from coordinator.codec import Record
-from coordinator.timer import ManualTimer
+from kernel.clock import ManualClock
+from kernel.codec import Record
+from kernel.timer import ManualTimer
 from sharestate import messages as m
 from sharestate.config import ShareCoordinatorConfig
 from sharestate.coordinator_shard import (

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.clock import ManualClock
+from kernel.clock import ManualClock
 from sharestate.inflight import AcknowledgeType as A
 from sharestate.inflight import RecordState as R
 from sharestate.partition import AcknowledgementBatch

@@ -7,8 +7,8 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode
 
-from coordinator.clock import ManualClock
-from coordinator.timer import ManualTimer
+from kernel.clock import ManualClock
+from kernel.timer import ManualTimer
 from sharestate.inflight import AcknowledgeType as A
 from sharestate.inflight import RecordState as R
 from sharestate.records import StateBatch

@@ -16,8 +16,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from coordinator.clock import ManualClock
-from coordinator.timer import ManualTimer
+from kernel.clock import ManualClock
+from kernel.timer import ManualTimer
 from sharestate.inflight import AcknowledgeType, RecordState
 from sharestate.records import StateBatch
 from sharestate.partition import AcknowledgementBatch, SharePartition, SharePartitionConfig, StateWrite

@@ -20,13 +20,13 @@ from coordinator.classic.messages import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
-from coordinator.clock import ManualClock
-from coordinator.codec import Record
+from kernel.clock import ManualClock
+from kernel.codec import Record
 from coordinator.config import GroupCoordinatorConfig
 from coordinator.records import CODEC
-from coordinator.result import PARKED
+from kernel.result import PARKED
 from coordinator.shard import GroupCoordinatorShard
-from coordinator.timer import ManualTimer
+from kernel.timer import ManualTimer
 
 PROTOCOLS = (("range", b"range-meta"), ("roundrobin", b"rr-meta"))
 

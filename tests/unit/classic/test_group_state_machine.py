@@ -20,7 +20,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.classic.group import ClassicGroup
 from coordinator.classic.state import ClassicGroupState as S
-from coordinator.result import PARKED
+from kernel.result import PARKED
 from tests.unit.classic.context import PROTOCOLS, Context
 
 GROUPS = ("g1", "g2")

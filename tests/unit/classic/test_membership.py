@@ -6,7 +6,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.classic.messages import LeavingMember
 from coordinator.classic.state import ClassicGroupState as S
-from coordinator.codec import Record
+from kernel.codec import Record
 from coordinator.records import GroupMetadataKey, GroupMetadataValue, MemberMetadata
 from tests.unit.classic.context import Context
 from tests.unit.classic.test_rebalance_scenarios import stable_group_of

@@ -5,14 +5,14 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from coordinator.classic.state import ClassicGroupState as S
-from coordinator.codec import Record
+from kernel.codec import Record
 from coordinator.records import (
     GroupMetadataKey,
     OffsetCommitKey,
     OffsetCommitValue,
 )
 from coordinator.shard import GroupCoordinatorShard
-from coordinator.timer import ManualTimer
+from kernel.timer import ManualTimer
 from tests.unit.classic.context import Context
 from tests.unit.classic.test_rebalance_scenarios import stable_group_of
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from coordinator.classic.state import ClassicGroupState as S
-from coordinator.codec import Record
+from kernel.codec import Record
 from coordinator.records import GroupMetadataKey, GroupMetadataValue, MemberMetadata
 from tests.unit.classic.context import Context
 

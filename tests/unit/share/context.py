@@ -15,8 +15,8 @@ from uuid import UUID
 from kio.schema.errors import ErrorCode
 
 from coordinator.classic.messages import JoinGroupRequest, SyncGroupRequest
-from coordinator.clock import ManualClock
-from coordinator.codec import Record
+from kernel.clock import ManualClock
+from kernel.codec import Record
 from coordinator.config import GroupCoordinatorConfig
 from coordinator.records import CODEC
 from coordinator.share.messages import (
@@ -27,7 +27,7 @@ from coordinator.share.messages import (
     TopicImage,
 )
 from coordinator.shard import GroupCoordinatorShard
-from coordinator.timer import ManualTimer
+from kernel.timer import ManualTimer
 
 FOO = UUID(int=0xF00)
 BAR = UUID(int=0xBA4)

@@ -26,7 +26,7 @@ from coordinator.records import (
 from coordinator.share.group import InitMapValue, ShareGroupState
 from coordinator.share.heartbeat import session_key
 from coordinator.share.messages import ShareStateDelete
-from coordinator.timer import ManualTimer
+from kernel.timer import ManualTimer
 from tests.unit.share.context import BAR, FOO, ShareContext, classic_group, topic
 
 NONE = ErrorCode.none

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
-from coordinator.codec import Record
+from kernel.codec import Record
 from coordinator.records import (
     share_current_assignment_record,
     share_current_assignment_tombstone,

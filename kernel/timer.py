@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from coordinator.clock import ManualClock
+from kernel.clock import ManualClock
 
 TimerOperation = Callable[[], Any]  # returns a coordinator Result
 
