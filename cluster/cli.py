@@ -52,7 +52,7 @@ def up(
     host: str = typer.Option("127.0.0.1", help="address the gateways listen on and advertise"),
     port: int = typer.Option(9092, help="first gateway port (gateway i listens on port+i; 0 picks free ports)"),
     gateways: Optional[int] = typer.Option(None, help="number of gateways (brokers as clients see them)"),
-    address: Optional[str] = typer.Option(None, help="join a running Ray cluster ('auto'), else start one"),
+    address: Optional[str] = typer.Option(None, help="join this Ray cluster (host:port, or 'auto' for the one `ray start` recorded); without it an embedded Ray starts"),
     data_dir: Path = typer.Option(Path("raygroups-data"), help="where partition logs live; reused on restart"),
     coordinators: Optional[int] = typer.Option(None, help="group coordinator actors"),
     share_coordinators: Optional[int] = typer.Option(None, help="share coordinator actors"),

@@ -53,6 +53,25 @@ def raise_open_files_limit() -> None:
             pass  # keep what we have; Ray warns if it is too low
 
 
+def start_ray(namespace: str, address: str | None) -> None:
+    """Join the Ray cluster at `address`, or start one inside this process.
+
+    Without an address, `ray.init()` joins whatever cluster a `ray start` on this machine last
+    recorded, and hangs when that cluster is gone; "local" always starts a fresh one.
+    """
+    import ray
+
+    raise_open_files_limit()  # before Ray starts: its processes inherit the limit
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    ray.init(
+        address=address or "local",
+        namespace=namespace,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level=logging.WARNING,
+    )
+
+
 def start_cluster(
     config: Config,
     data_dir: Path,
@@ -68,15 +87,7 @@ def start_cluster(
     namespace = config["raygroups.cluster.id"]
     owns_ray = not ray.is_initialized()
     if owns_ray:
-        raise_open_files_limit()  # before Ray starts: its processes inherit the limit
-        os.environ.setdefault("RAY_DEDUP_LOGS", "0")
-        ray.init(
-            address=address,
-            namespace=namespace,
-            include_dashboard=False,
-            log_to_driver=False,
-            logging_level=logging.WARNING,
-        )
+        start_ray(namespace, address)
     controller = ControllerActor.options(name=CONTROLLER_NAME, namespace=namespace, **ACTOR_OPTIONS).remote(
         config, str(Path(data_dir).resolve()), host, port, namespace
     )

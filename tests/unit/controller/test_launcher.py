@@ -1,0 +1,27 @@
+"""`raygroups up` starts its own Ray unless told which cluster to join (issue 9)."""
+
+from __future__ import annotations
+
+import ray
+
+from cluster import launcher
+
+
+def _captured_init(monkeypatch) -> list[dict]:
+    calls: list[dict] = []
+    monkeypatch.setattr(ray, "init", lambda **kwargs: calls.append(kwargs))
+    return calls
+
+
+def test_without_an_address_an_embedded_ray_starts_rather_than_joining_a_leftover_one(monkeypatch):
+    calls = _captured_init(monkeypatch)
+    launcher.start_ray("ns", None)
+    # ray.init() with no address joins whatever `ray start` last recorded on the machine.
+    assert calls[0]["address"] == "local"
+    assert calls[0]["namespace"] == "ns"
+
+
+def test_with_an_address_ray_joins_that_cluster(monkeypatch):
+    calls = _captured_init(monkeypatch)
+    launcher.start_ray("ns", "10.0.0.5:6379")
+    assert calls[0]["address"] == "10.0.0.5:6379"
