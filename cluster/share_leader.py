@@ -73,6 +73,7 @@ class ShareFetchCall:
     max_bytes: int = 2**31 - 1
     max_records: int = 500
     wake_key: str | None = None  # lets the gateway end the long poll early (see `wake`)
+    gateway: int = 0  # the gateway whose share session sent it (see `evict`)
 
 
 @dataclass(slots=True)
@@ -117,6 +118,7 @@ class _Context:
     queue: list[tuple[StateWrite, asyncio.Future | None]] = field(default_factory=list)
     sending: bool = False
     dropped: bool = False
+    gateways: set[int] = field(default_factory=set)  # those with a session of the group fetching here
 
 
 class ShareLeader:
@@ -155,6 +157,7 @@ class ShareLeader:
                 outcomes[i].fail(ErrorCode.not_leader_or_follower, None, bool(item.acknowledgements))
                 continue
             contexts[i] = self._context(call.group_id, item, partition)
+            contexts[i].gateways.add(call.gateway)
         readiness = await asyncio.gather(*(asyncio.shield(c.ready) if c else _none() for c in contexts))
         for i, ready in enumerate(readiness):
             if ready is not None and ready[0] != ErrorCode.none:
@@ -307,11 +310,16 @@ class ShareLeader:
                 while len(self._woken) > 10_000:
                     self._woken.pop(next(iter(self._woken)))
 
-    def evict(self, group_id: str, items: Sequence[tuple[str, int]]) -> None:
-        """The group has no share session left (Kafka's onGroupEmpty): forget its share partitions
-        here, so that the next fetch reads the durable state afresh."""
+    def evict(self, group_id: str, items: Sequence[tuple[str, int]], gateway: int = 0) -> None:
+        """`gateway` has no share session of the group left: once no gateway has (Kafka's
+        onGroupEmpty), forget the group's share partitions here, so that the next fetch reads the
+        durable state afresh. Members on other gateways may still hold records meanwhile."""
         for topic, partition in items:
-            self._drop(self.contexts.get((group_id, topic, partition)))
+            ctx = self.contexts.get((group_id, topic, partition))
+            if ctx is not None:
+                ctx.gateways.discard(gateway)
+                if not ctx.gateways:
+                    self._drop(ctx)
 
     # -- leadership --------------------------------------------------------------------------------
 
@@ -408,7 +416,7 @@ class ShareLeader:
                     state_epoch=share.state_epoch,
                     leader_epoch=ctx.leader_epoch,
                     start_offset=share.persisted_start_offset(transitions),
-                    delivery_complete_count=share.delivery_complete_count(),
+                    delivery_complete_count=share.delivery_complete_count(transitions),
                     state_batches=tuple(b for w, _ in batch for b in w.batches),
                 )
                 try:

@@ -313,7 +313,10 @@ class SharePartition:
         try:
             for ack in batches:
                 self._validate(ack)
-                for first, last, state in self._states_for(ack.first_offset, ack.last_offset, len(ack.acknowledge_types) > 1):
+                if ack.last_offset < self.start_offset:
+                    continue  # done already: a retried acknowledgement succeeds (as in Kafka)
+                lo = max(ack.first_offset, self.start_offset)
+                for first, last, state in self._states_for(lo, ack.last_offset, len(ack.acknowledge_types) > 1):
                     kind = AcknowledgeType(
                         ack.acknowledge_types[0] if len(ack.acknowledge_types) == 1 else ack.acknowledge_types[first - ack.first_offset]
                     )
@@ -370,8 +373,6 @@ class SharePartition:
             raise ValueError(f"unknown acknowledge type in {ack.acknowledge_types}")
         if ack.last_offset > self.end_offset:  # never delivered: Kafka calls that a bad request
             raise ValueError(f"offsets {ack.first_offset}-{ack.last_offset} go past the last acquired offset {self.end_offset}")
-        if ack.first_offset < self.start_offset:
-            raise InvalidRecordState(f"offsets {ack.first_offset}-{ack.last_offset} are not in flight")
 
     def _states_for(self, lo: int, hi: int, per_offset: bool) -> list[tuple[int, int, InFlightState]]:
         """The states covering [lo, hi] exactly, splitting batches the range cuts; a hole is invalid."""
@@ -425,12 +426,14 @@ class SharePartition:
             for _, _, state in self.cached_state[first].states()
             if state.state is RecordState.ACQUIRED and state.member_id == member_id and not state.in_transition
         ]
-        return self._release(held) if held else None
+        # The consumer never processed them: the delivery is given back (KAFKA-17541), so a record on
+        # its last allowed delivery is not archived just because its consumer went away.
+        return self._release(held, DeliveryCountOps.DECREASE) if held else None
 
-    def _release(self, states: list[InFlightState]) -> StateWrite:
+    def _release(self, states: list[InFlightState], ops: DeliveryCountOps = DeliveryCountOps.NONE) -> StateWrite:
         wanted = {id(s) for s in states}
         for state in states:
-            state.try_update(RecordState.AVAILABLE, DeliveryCountOps.NONE, self.config.delivery_count_limit, NO_MEMBER)
+            state.try_update(RecordState.AVAILABLE, ops, self.config.delivery_count_limit, NO_MEMBER)
             state.lock_id = None
         self._find_next = True
         runs = [
@@ -486,14 +489,17 @@ class SharePartition:
         own = {id(state) for t in transitions for state in self._pending.get(t, ())}
         return self._start_offset_if_committed(own)
 
-    def delivery_complete_count(self) -> int:
-        """Records from the start offset on that are done (ACKNOWLEDGED or ARCHIVED): Kafka's
-        deliveryCompleteCount, from which lag is computed."""
+    def delivery_complete_count(self, transitions: Iterable[int] = ()) -> int:
+        """Records done (ACKNOWLEDGED or ARCHIVED) from the start offset written along with
+        `transitions` on, counting what those transitions complete: Kafka's deliveryCompleteCount,
+        from which DescribeShareGroupOffsets computes lag."""
+        own = {id(state) for t in transitions for state in self._pending.get(t, ())}
+        start = self._start_offset_if_committed(own)
         return sum(
-            max(0, l - max(f, self.start_offset) + 1)
+            max(0, l - max(f, start) + 1)
             for first in self._firsts
             for f, l, state in self.cached_state[first].states()
-            if state.state.terminal and not state.in_transition
+            if state.state.terminal and (not state.in_transition or id(state) in own)
         )
 
     def _start_offset_if_committed(self, own: set[int]) -> int:

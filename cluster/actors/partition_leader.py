@@ -204,8 +204,8 @@ class PartitionLeader:
     def share_release(self, group_id: str, member_id: str, items: list[TP]) -> int:
         return self.shares.release(group_id, member_id, items)
 
-    def share_evict(self, group_id: str, items: list[TP]) -> None:
-        self.shares.evict(group_id, items)
+    def share_evict(self, group_id: str, items: list[TP], gateway: int = 0) -> None:
+        self.shares.evict(group_id, items, gateway)
 
     async def shutdown(self) -> None:
         await self.unload(list(self.partitions))
@@ -277,8 +277,8 @@ class PartitionLeaderActor:
     async def share_release(self, group_id: str, member_id: str, items: list[TP]) -> int:
         return self.leader.share_release(group_id, member_id, items)
 
-    async def share_evict(self, group_id: str, items: list[TP]) -> None:
-        self.leader.share_evict(group_id, items)
+    async def share_evict(self, group_id: str, items: list[TP], gateway: int = 0) -> None:
+        self.leader.share_evict(group_id, items, gateway)
 
     async def shutdown(self) -> None:
         await self.leader.shutdown()

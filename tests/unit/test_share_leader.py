@@ -64,10 +64,16 @@ class Harness:
         (out,) = await self.leader.produce([("t", 0, self.epoch, batch(n))])
         assert out.error_code == ErrorCode.none
 
-    async def fetch(self, member: str, max_records: int = 500, acks=(), max_wait_ms: int = 0, fetch: bool = True, wake_key=None):
+    async def fetch(
+        self, member: str, max_records: int = 500, acks=(), max_wait_ms: int = 0, fetch: bool = True, wake_key=None,
+        gateway: int = 0,
+    ):
         item = ShareItem("t", 0, self.epoch, TOPIC_ID, tuple(acks), fetch)
         (out,) = await self.leader.share_fetch(
-            ShareFetchCall(GROUP, member, (item,), max_wait_ms=max_wait_ms, max_records=max_records, wake_key=wake_key)
+            ShareFetchCall(
+                GROUP, member, (item,), max_wait_ms=max_wait_ms, max_records=max_records, wake_key=wake_key,
+                gateway=gateway,
+            )
         )
         return out
 
@@ -194,7 +200,7 @@ def test_a_waiting_fetch_gets_records_another_member_released(tmp_path):
         assert not waiting.done()
         assert h.leader.share_release(GROUP, "m1", [("t", 0)]) == 1  # m1's session closed
         out = await asyncio.wait_for(waiting, 5)
-        assert ranges(out) == [(0, 1, 2)]
+        assert ranges(out) == [(0, 1, 1)]  # m1 never processed them: its delivery is given back
         await h.leader.shutdown()
 
     asyncio.run(main())
@@ -266,6 +272,27 @@ def test_acknowledgements_arriving_together_share_one_write(tmp_path):
         assert all(o.acknowledge_error_code == ErrorCode.none for o in outs)
         # Acknowledgements arriving together become one write, its start offset past all four.
         assert len(h.persister.writes) == 1 and h.persister.writes[0].start_offset == 4
+        await h.leader.shutdown()
+
+    asyncio.run(main())
+
+
+def test_a_share_partition_is_evicted_only_once_no_gateway_has_a_session_for_the_group(tmp_path):
+    """Eviction follows the group's sessions on every gateway, not one gateway's: members on
+    gateway 1 still hold records when gateway 0's last session for the group ends."""
+
+    async def main():
+        h = await Harness(tmp_path).start()
+        await h.produce(2)
+        await h.produce(2)
+        assert ranges(await h.fetch("m0", max_records=1, gateway=0)) == [(0, 1, 1)]
+        assert ranges(await h.fetch("m1", max_records=1, gateway=1)) == [(2, 3, 1)]
+        h.leader.share_evict(GROUP, [("t", 0)], gateway=0)  # gateway 0's last session ended
+        assert h.share().offsets()[2] == (R.ACQUIRED, 1, "m1")
+        out = await h.fetch("m1", acks=[ack(2, 3, A.ACCEPT)], fetch=False, gateway=1)
+        assert out.acknowledge_error_code == ErrorCode.none
+        h.leader.share_evict(GROUP, [("t", 0)], gateway=1)
+        assert (GROUP, "t", 0) not in h.leader.shares.contexts
         await h.leader.shutdown()
 
     asyncio.run(main())

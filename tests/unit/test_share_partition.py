@@ -191,7 +191,7 @@ def test_records_of_a_closed_session_are_released():
     h.acquire("m1", [(0, 4)])
     h.acquire("m2", [(5, 9)])
     write = h.sp.release_member("m1")
-    assert write == StateWrite(0, (StateBatch(0, 4, R.AVAILABLE, 1),))
+    assert write == StateWrite(0, (StateBatch(0, 4, R.AVAILABLE, 0),))  # the delivery given back
     assert h.state(7) == (R.ACQUIRED, 1, "m2")
 
 
@@ -248,3 +248,51 @@ def test_malformed_acknowledgements_are_invalid_requests(types):
     h.acquire("m1", [(0, 4)])
     outcome = h.sp.acknowledge("m1", [AcknowledgementBatch(0, 4, types)])
     assert outcome.error_code == ErrorCode.invalid_request
+
+
+def test_a_closed_session_gives_back_the_delivery_it_did_not_consume():
+    """KAFKA-17541 (Kafka 4.1+): records released because their consumer's session closed get their
+    delivery count lowered by one, so a record on its last allowed delivery is not archived."""
+    h = Harness(delivery_count_limit=2)
+    h.acquire("m1", [(0, 0)])
+    h.advance(LOCK)  # the first delivery expired: it counts
+    assert h.acquire("m1", [(0, 0)]) == [AcquiredRecords(0, 0, 2)]  # the last allowed delivery
+    write = h.sp.release_member("m1")
+    assert write == StateWrite(0, (StateBatch(0, 0, R.AVAILABLE, 1),))
+    assert h.state(0) == (R.AVAILABLE, 1, "")
+    assert h.acquire("m2", [(0, 0)]) == [AcquiredRecords(0, 0, 2)]
+
+
+def test_acknowledging_offsets_below_the_start_offset_skips_them_and_succeeds():
+    """Kafka's SharePartition.acknowledge: a batch wholly below the start offset is done already
+    (a retried acknowledgement must not fail); one straddling it acknowledges the rest."""
+    h = Harness()
+    h.acquire("m1", [(0, 4)])
+    h.ack("m1", 0, 4, A.ACCEPT)
+    assert h.sp.start_offset == 5
+    retried = h.ack("m1", 0, 4, A.ACCEPT)
+    assert (retried.error_code, retried.write) == (ErrorCode.none, None)
+    h.acquire("m1", [(5, 9)])
+    straddling = h.sp.acknowledge("m1", [AcknowledgementBatch(3, 9, (1, 1, 1, 1, 1, 3, 1))])
+    assert straddling.error_code == ErrorCode.none
+    assert straddling.write.batches == (
+        StateBatch(5, 7, R.ACKNOWLEDGED, 1),
+        StateBatch(8, 8, R.ARCHIVED, 1),
+        StateBatch(9, 9, R.ACKNOWLEDGED, 1),
+    )
+
+
+def test_the_delivery_complete_count_written_counts_what_the_write_completes():
+    """DescribeShareGroupOffsets computes lag from it: records this very write completes are done,
+    and the count is taken from the start offset written, not the one in memory."""
+    h = Harness()
+    h.acquire("m1", [(0, 4)])
+    outcome = h.ack("m1", 2, 2, A.ACCEPT, commit=None)
+    transitions = [outcome.write.transition]
+    assert h.sp.persisted_start_offset(transitions) == 0
+    assert h.sp.delivery_complete_count(transitions) == 1  # offset 2
+    h.sp.complete(outcome.write.transition, True)
+    outcome = h.ack("m1", 0, 1, A.ACCEPT, commit=None)
+    transitions = [outcome.write.transition]
+    assert h.sp.persisted_start_offset(transitions) == 3
+    assert h.sp.delivery_complete_count(transitions) == 0  # offset 2 is behind the start offset written

@@ -273,6 +273,7 @@ async def call_leaders(
             max_bytes=max_bytes,
             max_records=max_records,
             wake_key=wake_key,
+            gateway=gw.node_id,
         )
         task = asyncio.ensure_future(answer_or_none(handle.share_fetch.remote(call) if handle is not None else None))
         calls[actor] = (handle, wake_key, task)
@@ -327,12 +328,13 @@ async def end_session(gw: Any, session: ShareSession) -> None:
     emptied = gw.share_sessions.group_emptied(session.group_id)
     if emptied:
         # Kafka's onGroupEmpty: the next fetch reads the durable state again, so a deleted or
-        # altered share state is never served from a stale cache.
-        await _on_leaders(gw, emptied, "share_evict", session.group_id)
+        # altered share state is never served from a stale cache. The leader evicts only once
+        # no gateway has a session of the group (members elsewhere may hold records).
+        await _on_leaders(gw, emptied, "share_evict", session.group_id, gateway=gw.node_id)
 
 
-async def _on_leaders(gw: Any, partitions: Iterable[SharePartitionId], method: str, *args: Any) -> None:
-    """Call method(*args, [(topic, partition), ...]) on the leader of each partition, in parallel."""
+async def _on_leaders(gw: Any, partitions: Iterable[SharePartitionId], method: str, *args: Any, **kwargs: Any) -> None:
+    """Call method(*args, [(topic, partition), ...], **kwargs) on the leader of each partition, in parallel."""
     per_actor: dict[str, list[tuple[str, int]]] = {}
     for topic_id, p in partitions:
         info = gw.leadership.topics_by_id.get(topic_id)
@@ -343,7 +345,7 @@ async def _on_leaders(gw: Any, partitions: Iterable[SharePartitionId], method: s
     for actor, items in per_actor.items():
         handle = gw.router.handle(actor)
         if handle is not None:
-            calls.append(answer_or_none(getattr(handle, method).remote(*args, items)))
+            calls.append(answer_or_none(getattr(handle, method).remote(*args, items, **kwargs)))
     await asyncio.gather(*calls)
 
 
