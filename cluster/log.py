@@ -199,6 +199,18 @@ class _Segment:
         self.size = size
         self.count = len(self.positions)
 
+    def truncated(self, count: int) -> _Segment:
+        """A copy holding only the first `count` batches (same file); readers of this one keep theirs."""
+        kept = _Segment(self.base_offset, self.path, self.file, self.positions[count])
+        kept.base_offsets, kept.last_offsets = self.base_offsets[:count], self.last_offsets[:count]
+        kept.positions, kept.sizes = self.positions[:count], self.sizes[:count]
+        kept.max_timestamps = self.max_timestamps[:count]
+        if count:
+            largest = max(kept.max_timestamps)
+            kept.largest = (largest, kept.max_timestamps.index(largest))
+        kept.count = count
+        return kept
+
     @property
     def last_offset(self) -> int | None:
         return self.last_offsets[self.count - 1] if self.count else None
@@ -259,6 +271,8 @@ class PartitionLog:
         last = segments[-1]
         self.end_offset = last.last_offset + 1 if last.count else last.base_offset
         self.recovery = RecoveryReport(0, 0, False, 0, None, ())
+        # The recovery point open() trusted: batches it covers had no CRC check yet; batches() does it.
+        self._unverified: _Checkpoint | None = None
         self._failed: LogWriteError | None = None
         self._closed = False
 
@@ -277,6 +291,7 @@ class PartitionLog:
             raise _write_error(f"opening {directory}", exc) from exc
         partition_log = cls(directory, config, recovery.ops, segments)
         partition_log.recovery = report
+        partition_log._unverified = recovery.checkpoint
         if report.truncated:
             log.warning("%s: %s", directory, report.reason)
         return partition_log
@@ -434,9 +449,17 @@ class PartitionLog:
         return b""
 
     def batches(self, from_offset: int = 0) -> Iterator[bytes]:
-        """Every batch ending at or after from_offset, in order (the replay path)."""
+        """Every batch ending at or after from_offset, in order (the replay path).
+
+        open() trusted the bytes below the recovery point without a CRC check; this is where they
+        are checked, because replay reads them anyway. The first that fails is handled as open()
+        handles a corrupt batch: the log is cut there and the cut added to `recovery`, and the
+        iteration ends at the cut. A cut is a mutation: call this where mutating calls may run.
+        """
         end = self.end_offset
-        for segment in self._segments:
+        unverified = self._unverified
+        segments = self._segments
+        for segment in segments:
             count = segment.count
             i = bisect_left(segment.last_offsets, from_offset, 0, count)
             if i == count:
@@ -445,7 +468,51 @@ class PartitionLog:
             for j in range(i, count):
                 if segment.base_offsets[j] >= end:
                     return
-                yield bytes(reader.view(segment.positions[j], segment.sizes[j]))
+                position, size = segment.positions[j], segment.sizes[j]
+                view = reader.view(position, size)
+                if unverified is not None and unverified.covers(segment.base_offset, position + size):
+                    if crc32c.crc32c(view[CRC_START:]) != recordbatch.parse_header(view).crc:
+                        self._cut_at(segment, j, "CRC mismatch")
+                        return
+                yield bytes(view)
+        if from_offset <= segments[0].base_offset:
+            self._unverified = None  # every batch has been checked once: later reads skip the CRCs
+
+    def _cut_at(self, segment: _Segment, index: int, problem: str) -> None:
+        """Cut the log before batch `index` of segment, as recovery at open cuts a corrupt tail."""
+        segments = self._segments
+        if segment not in segments:
+            return  # a compaction replaced it, and its own read of this batch made the cut
+        k = segments.index(segment)
+        later = segments[k + 1 :]
+        position = segment.positions[index]
+        kept = segment.truncated(index)
+        cut_bytes = segment.size - position + sum(s.size for s in later)
+        # Lower end_offset first: a concurrent reader bounded by it never reaches the cut bytes.
+        self.end_offset = kept.last_offset + 1 if kept.count else kept.base_offset
+        self._segments = [*segments[:k], kept]
+        reason = _cut_reason(segment.path.name, problem, position, cut_bytes)
+        before = self.recovery
+        self.recovery = RecoveryReport(
+            segments=len(self._segments),
+            batches=sum(s.count for s in self._segments),
+            truncated=True,
+            truncated_bytes=before.truncated_bytes + cut_bytes,
+            reason=reason if before.reason is None else f"{before.reason}; then {reason}",
+            removed_files=before.removed_files + tuple(s.path.name for s in later),
+        )
+        log.warning("%s: %s", self.directory, reason)
+        try:
+            self._ops.truncate(segment.file.fd, position)
+            self._ops.fsync(segment.file.fd)
+            for removed in later:
+                removed.path.unlink(missing_ok=True)
+            self._fsync_directory()
+        except OSError as exc:
+            # The files may still hold the corrupt bytes: no appends after them, and no recovery
+            # point at close, so the next open verifies (and cuts) everything.
+            self._failed = _write_error(f"cutting {segment.path.name} at byte {position}", exc)
+            raise self._failed from exc
 
     def batch_headers(self) -> Iterator[BatchHeader]:
         """The 61-byte header of every batch, in order, without the records (producer state rebuild).
@@ -509,16 +576,19 @@ class PartitionLog:
         if not self.config.compacted:
             raise LogError(f"log {self.directory} is not compacted")
         self._check_writable()
-        segments = self._segments
-        closed = segments[:-1]
-        if not closed:
+        if len(self._segments) < 2:
             return CompactionReport(0, 0, 0, 0, 0)
 
+        # Before the segments are taken: this read may cut the log at a corrupt batch.
         latest: dict[bytes, int] = {}
         for batch in self.batches():
             for offset, key, _value in recordbatch.decode_records(batch):
                 if key is not None:
                     latest[key] = offset
+        segments = self._segments
+        closed = segments[:-1]
+        if not closed:
+            return CompactionReport(0, 0, 0, 0, 0)
 
         horizon = now_ms - self.config.tombstone_retention_ms
         closed_last = next((s.last_offset for s in reversed(closed) if s.count), None)
@@ -662,14 +732,16 @@ class _Recovery:
         self.removed: list[str] = []
         self.truncated_bytes = 0
         self.reason: str | None = None
+        self.cut: tuple[str, str, int] | None = None
         self.batches = 0
+        self.checkpoint: _Checkpoint | None = None
 
     def run(self) -> tuple[list[_Segment], RecoveryReport]:
         for path in sorted(self.directory.iterdir()):
             if path.name.endswith(CLEANED_SUFFIX) or path.name == CHECKPOINT_NAME + _TMP_SUFFIX:
                 path.unlink()  # an interrupted compaction or checkpoint; the originals are intact
                 self.removed.append(path.name)
-        checkpoint = self._read_checkpoint()
+        checkpoint = self.checkpoint = self._read_checkpoint()
         files = sorted(
             (int(path.name[: -len(SEGMENT_SUFFIX)]), path)
             for path in self.directory.iterdir()
@@ -703,8 +775,8 @@ class _Recovery:
             file = _open_file(path, truncate=True)
             self._write_header(file, path)
             segments.append(_Segment(0, path, file, FILE_HEADER_SIZE))
-        if self.reason is not None:
-            self.reason += f"; truncated {self.truncated_bytes} bytes"
+        if self.cut is not None:
+            self.reason = _cut_reason(*self.cut, self.truncated_bytes)
         # Gone before anything is appended: a later crash must not skip checks of newer bytes.
         checkpoint_path = self.directory / CHECKPOINT_NAME
         if checkpoint_path.exists():
@@ -806,7 +878,7 @@ class _Recovery:
 
     def _cut(self, path: Path, position: int, size: int, problem: str) -> None:
         self.truncated_bytes += size
-        self.reason = f"segment {path.name}: {problem} at byte {position}"
+        self.cut = (path.name, problem, position)
 
     def _write_header(self, file: _File, path: Path) -> None:
         data = _file_header()
@@ -820,6 +892,11 @@ class _Recovery:
             self.ops.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _cut_reason(segment_name: str, problem: str, position: int, truncated_bytes: int) -> str:
+    """The one-line report of a cut, the same whether open() or a read found the problem."""
+    return f"segment {segment_name}: {problem} at byte {position}; truncated {truncated_bytes} bytes"
 
 
 def _check_batch(
