@@ -23,6 +23,7 @@ from kio.schema.errors import ErrorCode
 
 from kernel.codec import Record, RecordCodec
 from kernel.result import Result
+from kernel.snapshot import TouchedKeys
 
 METADATA_TOPIC = "__cluster_metadata"
 CONSUMER_OFFSETS = "__consumer_offsets"
@@ -130,16 +131,25 @@ def validate_topic_name(name: str) -> str | None:
 
 
 class ClusterMetadata:
-    def __init__(self, tp: Any = None, clock: Any = None, timer: Any = None) -> None:
+    def __init__(self, tp: Any = None, clock: Any = None) -> None:
         self.topics: dict[str, TopicInfo] = {}
         self.topic_names_by_id: dict[uuid.UUID, str] = {}
         self.leader_epochs: dict[tuple[str, int], int] = {}
         self.next_producer_id = 0
+        self.touched = TouchedKeys()
 
     # -- replay ------------------------------------------------------------------------------
 
     def replay(self, record: Record) -> None:
         key = record.key
+        # What the record is about, as it was before the batch changed it (restore puts it back).
+        if isinstance(key, TopicKey):
+            self.touched.save(("topic", key.name), lambda: self.topics.get(key.name))
+        elif isinstance(key, PartitionEpochKey):
+            tp = (key.topic, key.partition)
+            self.touched.save(("epoch", tp), lambda: self.leader_epochs.get(tp))
+        elif isinstance(key, ProducerIdsKey):
+            self.touched.save(("producer_ids",), lambda: self.next_producer_id)
         if isinstance(key, TopicKey):
             old = self.topics.pop(key.name, None)
             if old is not None:
@@ -159,8 +169,25 @@ class ClusterMetadata:
         else:
             raise TypeError(f"unexpected record {key!r}")
 
-    def on_loaded(self) -> None:
-        pass
+    def restore(self, saved: dict[Any, Any]) -> None:
+        for what, old in saved.items():
+            if what[0] == "topic":
+                current = self.topics.pop(what[1], None)
+                if current is not None:
+                    self.topic_names_by_id.pop(current.topic_id, None)
+                if old is not None:
+                    self.topics[what[1]] = old
+                    self.topic_names_by_id[old.topic_id] = what[1]
+            elif what[0] == "epoch":
+                if old is None:
+                    self.leader_epochs.pop(what[1], None)
+                else:
+                    self.leader_epochs[what[1]] = old
+            else:
+                self.next_producer_id = old
+
+    def on_loaded(self) -> Result:
+        return Result()
 
     # -- operations (pure: records + response) -------------------------------------------------
 

@@ -2,20 +2,24 @@
 
 One runtime serves every internal partition an actor leads. Per partition:
 - operations run one at a time, in arrival order; different partitions run concurrently;
-- an operation is a pure function returning a `Result` (records + response); the runtime
-  replays the records into the shard, appends all records of the operations that queued up
-  meanwhile in one batch (group commit), and only when that append is durable releases the
-  responses (write, then respond);
-- if the append fails, the shard is rebuilt from the log (its last committed state): loading and
-  reverting are the same replay, and every operation of the failed batch gets the error;
-- a timer's expiry is an operation like any other;
-- loading a partition is replaying its log; meanwhile its requests get "load in progress".
+- an operation is a pure function returning a `Result` (records, response, timer changes); the
+  runtime replays the records into the shard, appends all records of the operations that queued
+  up meanwhile in one batch (group commit), and only when that append is durable releases the
+  responses and arms the timers (write, then respond);
+- if the append fails, the shard puts back what the batch's replay touched (kernel/snapshot.py,
+  Kafka's SnapshottableCoordinator): only the batch's operations get the error, and whatever
+  queued behind it runs on the state as it was before the batch. The log is not reread;
+- a timer's expiry is an operation like any other, a value (`ShardCall`) run on the partition's
+  shard; one whose key was re-armed or cancelled while it waited in the queue does not run;
+- loading a partition is replaying its log; meanwhile its requests get "load in progress". The
+  shard's `on_loaded` is the first operation after it (it arms the timers the state needs).
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import inspect
 import itertools
 import logging
 import time
@@ -27,8 +31,10 @@ from typing import Any, Protocol
 
 from kernel.clock import ManualClock
 from kernel.codec import Record, RecordCodec
+from kernel.lifecycle import validate_transition
 from kernel.result import PARKED, RequestToken, Result
-from kernel.timer import ManualTimer, TimerOperation
+from kernel.snapshot import TouchedKeys
+from kernel.timer import ManualTimer, Schedule, ShardCall, TimerChange, TimerOperation
 
 from cluster.batching import BatchingQueue
 from cluster.log import LogConfig, LogWriteError, PartitionLog
@@ -39,6 +45,9 @@ log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 Operation = Callable[[RequestToken], Result]
 
+# Kafka's coordinator retries a timer operation whose write failed after this back-off.
+TIMER_RETRY_BACKOFF_MS = 500
+
 
 class SystemClock:
     def now_ms(self) -> int:
@@ -46,11 +55,14 @@ class SystemClock:
 
 
 class Shard(Protocol):
+    touched: TouchedKeys  # what replay changed in the open batch, as it was before
+
     def replay(self, record: Record) -> None: ...
-    def on_loaded(self) -> None: ...
+    def restore(self, saved: dict[Hashable, Any]) -> None: ...
+    def on_loaded(self) -> Result: ...
 
 
-ShardFactory = Callable[[TopicPartition, Any, Any], Shard]  # (tp, clock, timer) -> shard
+ShardFactory = Callable[[TopicPartition, Any], Shard]  # (tp, clock) -> shard
 
 
 class NotCoordinator(Exception):
@@ -66,10 +78,20 @@ class StorageError(Exception):
 
 
 class PartitionStatus(enum.Enum):
-    LOADING = "loading"  # first load: requests get "load in progress"
-    REVERTING = "reverting"  # rebuilding after a failed append: requests queue up meanwhile
+    """loading -> active -> closed; a load that is cut short (unload, failure) goes to closed."""
+
+    LOADING = "loading"  # replaying the log: requests get "load in progress"
     ACTIVE = "active"
     CLOSED = "closed"
+
+    def validate_transition(self, target: "PartitionStatus") -> None:
+        validate_transition(_VALID_PREVIOUS, self, target, "coordinator partition")
+
+
+_VALID_PREVIOUS: dict[PartitionStatus, frozenset[PartitionStatus]] = {
+    PartitionStatus.ACTIVE: frozenset({PartitionStatus.LOADING}),
+    PartitionStatus.CLOSED: frozenset({PartitionStatus.LOADING, PartitionStatus.ACTIVE}),
+}
 
 
 @dataclass(slots=True)
@@ -77,6 +99,14 @@ class _Pending:
     operation: Operation
     future: asyncio.Future | None
     token: RequestToken
+    timer: tuple[Hashable, int] | None = None  # (key, arming) of the timer whose expiry this is
+
+
+@dataclass(slots=True)
+class _Armed:
+    seq: int
+    operation: ShardCall
+    handle: Any
 
 
 @dataclass(slots=True)
@@ -87,9 +117,13 @@ class _Partition:
     status: PartitionStatus = PartitionStatus.LOADING
     shard: Any = None
     log: PartitionLog | None = None
-    timer: "RuntimeTimer | None" = None
+    timers: dict[Hashable, _Armed] = field(default_factory=dict)
     parked: dict[RequestToken, asyncio.Future] = field(default_factory=dict)
     records_since_compaction: int = 0
+
+    def move_to(self, target: PartitionStatus) -> None:
+        self.status.validate_transition(target)
+        self.status = target
 
 
 class Wakeups(Protocol):
@@ -167,17 +201,6 @@ class WakeupTimer:
         self._on_expiry(operation)
 
 
-class RuntimeTimer(WakeupTimer):
-    """The Timer a shard gets: expiry enqueues the operation on the shard's own partition."""
-
-    def __init__(self, runtime: "CoordinatorRuntime", partition: _Partition) -> None:
-        def expire(operation: TimerOperation) -> None:
-            if partition.status is PartitionStatus.ACTIVE:
-                runtime._enqueue(partition, lambda _token: operation(), None)
-
-        super().__init__(runtime.clock, runtime.wakeups, expire)
-
-
 @dataclass(frozen=True, slots=True)
 class RuntimeConfig:
     data_dir: Path
@@ -208,6 +231,8 @@ class CoordinatorRuntime:
         self._open_log = log_opener or (lambda path, cfg: PartitionLog.open(path, cfg))
         self.partitions: dict[TopicPartition, _Partition] = {}
         self._next_token = 0
+        self._armings = itertools.count(1)
+        self._legacy_factory = _required_positional(shard_factory) >= 3
 
     # -- leadership ------------------------------------------------------------------------
 
@@ -231,10 +256,11 @@ class CoordinatorRuntime:
         partition.queue.pause()  # until loaded
         self.partitions[tp] = partition
         try:
-            await self._rebuild(partition)
+            await self._load(partition)
         except BaseException:
             if self.partitions.get(tp) is partition:
                 del self.partitions[tp]
+                partition.move_to(PartitionStatus.CLOSED)
             raise
         recovery = partition.log.recovery if partition.log is not None else None
         return recovery.reason if recovery is not None and recovery.truncated else None
@@ -243,9 +269,8 @@ class CoordinatorRuntime:
         partition = self.partitions.pop(tp, None)
         if partition is None:
             return
-        partition.status = PartitionStatus.CLOSED
-        if partition.timer is not None:
-            partition.timer.cancel_all()
+        partition.move_to(PartitionStatus.CLOSED)
+        self._disarm_all(partition)
         partition.queue.pause()
         self._fail_all(partition, NotCoordinator(f"{tp} moved away"))
         await partition.queue.idle()
@@ -279,17 +304,36 @@ class CoordinatorRuntime:
             raise LoadInProgress(f"{tp[0]}-{tp[1]} is loading")
         return partition
 
-    def _enqueue(self, partition: _Partition, operation: Operation, future: asyncio.Future | None) -> None:
+    def _enqueue(
+        self,
+        partition: _Partition,
+        operation: Operation,
+        future: asyncio.Future | None,
+        timer: tuple[Hashable, int] | None = None,
+    ) -> None:
         self._next_token += 1
-        partition.queue.put(_Pending(operation, future, self._next_token))
+        partition.queue.put(_Pending(operation, future, self._next_token, timer))
 
     async def _run_batch(self, partition: _Partition, batch: list[_Pending]) -> None:
+        shard = partition.shard
+        now = self.clock.now_ms()
         answered: list[tuple[_Pending, Any]] = []
         completions: list[tuple[RequestToken, Any]] = []
         records: list[Record] = []
+        timers: list[TimerChange] = []
+        fired: list[tuple[Hashable, int]] = []
+        touched = _touched(shard)
+        touched.begin()
         for pending in batch:
+            if pending.timer is not None:
+                key, seq = pending.timer
+                # Kafka's timer event checks it is still the key's timer: an operation before it
+                # (in an earlier batch or in this one) may have re-armed or cancelled the key.
+                if not self._is_armed(partition, key, seq) or any(change.key == key for change in timers):
+                    continue
+                fired.append(pending.timer)
             try:
-                result = pending.operation(pending.token)
+                result = pending.operation(pending.token) or Result()
             except Exception as exc:
                 # Operations are pure: one that raised changed nothing, so only it fails.
                 log.exception("operation failed on %s", partition.tp)
@@ -297,15 +341,16 @@ class CoordinatorRuntime:
                 continue
             try:
                 for record in result.records:
-                    partition.shard.replay(record)
+                    shard.replay(record)
             except Exception as exc:
-                # A half-applied replay leaves the state suspect: rebuild it from the log.
+                # A half-applied replay: put back everything the batch touched.
                 log.exception("replay failed on %s", partition.tp)
-                await self._revert(partition, batch, exc)
+                await self._revert(partition, batch, fired, exc)
                 return
             records.extend(result.records)
             answered.append((pending, result.response))
             completions.extend(result.completions)
+            timers.extend(result.timers)
 
         entries = self.codec.encode_all(records)
         if entries:
@@ -314,10 +359,15 @@ class CoordinatorRuntime:
             try:
                 await self._in_executor(partition.log.append, [data], partition.epoch)
             except LogWriteError as exc:
-                await self._revert(partition, batch, StorageError(str(exc)))
+                await self._revert(partition, batch, fired, StorageError(str(exc)))
                 return
             partition.records_since_compaction += len(entries)
+        touched.commit()
 
+        for key, seq in fired:
+            if self._is_armed(partition, key, seq):
+                del partition.timers[key]
+        self._apply_timers(partition, timers, now)
         for pending, response in answered:
             if response is PARKED:
                 if pending.future is not None:
@@ -332,12 +382,45 @@ class CoordinatorRuntime:
         if partition.records_since_compaction >= self.config.compaction_records:
             await self._compact(partition)
 
-    async def _revert(self, partition: _Partition, batch: list[_Pending], exc: Exception) -> None:
+    async def _revert(
+        self, partition: _Partition, batch: list[_Pending], fired: list[tuple[Hashable, int]], exc: Exception
+    ) -> None:
+        """The batch is lost: its operations fail, the state is as before it, and its timer changes
+        and answers to parked requests never happen (those requests stay parked in the restored
+        state). A timer operation that was in it runs again after a back-off, as in Kafka."""
+        restore = getattr(partition.shard, "restore", None)
+        if restore is not None:
+            restore(_touched(partition.shard).rollback())
+        else:
+            await self._replace_shard(partition)
         for pending in batch:
             _set_exception(pending.future, exc)
-        # Parked requests belong to the in-memory state being thrown away; their clients retry.
-        self._fail_parked(partition, StorageError("coordinator state reverted after a failed write"))
-        await self._rebuild(partition, reverting=True)
+        now = self.clock.now_ms()
+        for key, seq in fired:
+            armed = partition.timers.get(key)
+            if armed is not None and armed.seq == seq:
+                self._arm(partition, key, TIMER_RETRY_BACKOFF_MS, armed.operation, now)
+        if partition.log is not None and partition.log.failed:
+            # The log could not even cut the failed write off its tail: it asks to be reopened
+            # (its recovery drops the partial batch), and the restored state matches it again.
+            await self._reopen_log(partition)
+
+    async def _replace_shard(self, partition: _Partition) -> None:
+        """For a shard that keeps no snapshot: its last durable state, replayed from the log."""
+        shard = self._new_shard(partition.tp)
+        await self._in_executor(self._replay_log, partition.log, shard)
+        partition.shard = shard
+
+    async def _reopen_log(self, partition: _Partition) -> None:
+        old_log, partition.log = partition.log, None
+        if old_log is not None:
+            await self._in_executor(old_log.close)
+        try:
+            partition.log = await self._in_executor(self._open_log, self._path(partition), self.config.log_config)
+        except LogWriteError:
+            # Still unreadable: every later append fails fast until the partition is moved.
+            log.exception("%s: reopening the log after a failed write failed", partition.tp)
+            partition.log = old_log
 
     async def _compact(self, partition: _Partition) -> None:
         partition.records_since_compaction = 0
@@ -347,33 +430,72 @@ class CoordinatorRuntime:
         except LogWriteError:
             log.exception("compaction of %s failed; the log is unchanged", partition.tp)
 
+    # -- timers ------------------------------------------------------------------------------------
+
+    def _apply_timers(self, partition: _Partition, changes: list[TimerChange], now: int) -> None:
+        for change in changes:
+            if isinstance(change, Schedule):
+                self._arm(partition, change.key, change.delay_ms, change.operation, now)
+            else:
+                armed = partition.timers.pop(change.key, None)
+                if armed is not None:
+                    armed.handle.cancel()
+
+    def _arm(self, partition: _Partition, key: Hashable, delay_ms: int, operation: ShardCall, now: int) -> None:
+        previous = partition.timers.pop(key, None)
+        if previous is not None:
+            previous.handle.cancel()
+        seq = next(self._armings)
+        handle = self.wakeups.call_at(now + max(0, delay_ms), lambda: self._fire(partition, key, seq))
+        partition.timers[key] = _Armed(seq, operation, handle)
+
+    def _fire(self, partition: _Partition, key: Hashable, seq: int) -> None:
+        armed = partition.timers.get(key)
+        if partition.status is not PartitionStatus.ACTIVE or armed is None or armed.seq != seq:
+            return
+        call = armed.operation
+        self._enqueue(partition, lambda _token: call(partition.shard), None, (key, seq))
+
+    @staticmethod
+    def _is_armed(partition: _Partition, key: Hashable, seq: int) -> bool:
+        armed = partition.timers.get(key)
+        return armed is not None and armed.seq == seq
+
+    def _disarm_all(self, partition: _Partition) -> None:
+        for armed in partition.timers.values():
+            armed.handle.cancel()
+        partition.timers.clear()
+
     # -- loading -------------------------------------------------------------------------------
 
-    async def _rebuild(self, partition: _Partition, reverting: bool = False) -> None:
-        """(Re)load the shard from the log: the load path, and the revert path after a failure."""
-        if partition.status is PartitionStatus.CLOSED:
-            return
-        partition.status = PartitionStatus.REVERTING if reverting else PartitionStatus.LOADING
-        partition.queue.pause()
-        if partition.timer is not None:
-            partition.timer.cancel_all()
-        old_log, partition.log = partition.log, None
-        if old_log is not None:
-            await self._in_executor(old_log.close)
-        path = self.config.data_dir / f"{partition.tp[0]}-{partition.tp[1]}"
-        partition_log = await self._in_executor(self._open_log, path, self.config.log_config)
+    def _path(self, partition: _Partition) -> Path:
+        return self.config.data_dir / f"{partition.tp[0]}-{partition.tp[1]}"
+
+    async def _load(self, partition: _Partition) -> None:
+        """Open the log, replay it into a new shard, then serve; `on_loaded` runs first."""
+        partition_log = await self._in_executor(self._open_log, self._path(partition), self.config.log_config)
         if partition_log.recovery.truncated:
             log.warning("%s: %s", partition.tp, partition_log.recovery.reason)
-        timer = RuntimeTimer(self, partition)
-        shard = self.shard_factory(partition.tp, self.clock, timer)
+        shard = self._new_shard(partition.tp)
         await self._in_executor(self._replay_log, partition_log, shard)
         if partition.status is PartitionStatus.CLOSED:  # unloaded while loading
             await self._in_executor(partition_log.close)
             return
-        partition.log, partition.shard, partition.timer = partition_log, shard, timer
-        partition.status = PartitionStatus.ACTIVE
-        shard.on_loaded()
+        partition.log, partition.shard = partition_log, shard
+        partition.move_to(PartitionStatus.ACTIVE)
+        # First in the queue, and awaited: once load returns, the timers the state needs are armed.
+        loaded = asyncio.get_running_loop().create_future()
+        self._enqueue(partition, lambda _token: shard.on_loaded(), loaded)
         partition.queue.resume()
+        try:
+            await loaded
+        except (StorageError, NotCoordinator):
+            log.exception("%s: the first operation after loading failed", partition.tp)
+
+    def _new_shard(self, tp: TopicPartition) -> Shard:
+        if self._legacy_factory:  # a factory still written for (tp, clock, timer): it gets no timer
+            return self.shard_factory(tp, self.clock, None)  # type: ignore[call-arg]
+        return self.shard_factory(tp, self.clock)
 
     def _replay_log(self, partition_log: PartitionLog, shard: Shard) -> int:
         count = 0
@@ -402,6 +524,24 @@ class CoordinatorRuntime:
     async def close(self) -> None:
         for tp in list(self.partitions):
             await self.unload(tp)
+
+
+def _touched(shard: Any) -> TouchedKeys:
+    """The shard's record of what a batch changed; a shard that keeps none gets a blank one (and is
+    replaced by replaying the log when a write fails)."""
+    touched = getattr(shard, "touched", None)
+    if touched is None:
+        touched = shard.__dict__.setdefault("_runtime_touched", TouchedKeys())
+    return touched
+
+
+def _required_positional(factory: Callable) -> int:
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return 2
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(1 for p in params if p.kind in kinds and p.default is inspect.Parameter.empty)
 
 
 def _set_exception(future: asyncio.Future | None, exc: Exception) -> None:

@@ -50,7 +50,8 @@ from coordinator.share.messages import (
     TopicImage,
 )
 from coordinator.share.metadata import EMPTY_IMAGE, TopicsImage
-from kernel.timer import Timer
+from kernel.snapshot import TouchedKeys
+from kernel.timer import Schedule, ShardCall
 from coordinator.txn import Txn
 
 OFFSETS_CLEANUP_KEY = ("offsets-cleanup",)
@@ -61,13 +62,12 @@ class GroupCoordinatorShard:
         self,
         tp: tuple[str, int],
         clock: Clock,
-        timer: Timer,
-        config: GroupCoordinatorConfig,
-        new_member_id: Callable[[str], str],
+        legacy_timer: object = None,  # ignored: timers are values in each Result now
+        config: GroupCoordinatorConfig = GroupCoordinatorConfig(),
+        new_member_id: Callable[[str], str] = str,
     ) -> None:
         self.tp = tp
         self.clock = clock
-        self.timer = timer
         self.config = config
         # Kafka: clientId (or group.instance.id) + "-" + a random UUID. Injected: tests pass a counter.
         self.new_member_id = new_member_id
@@ -76,6 +76,7 @@ class GroupCoordinatorShard:
         # The cluster's topic metadata (Kafka's metadata image): given by update_topics, not logged.
         self.topics_image: TopicsImage = EMPTY_IMAGE
         self._topics_known = False
+        self.touched = TouchedKeys()
 
     # -- classic group operations ----------------------------------------------------------------
 
@@ -195,16 +196,20 @@ class GroupCoordinatorShard:
     def cleanup_offsets(self) -> Result:
         txn = Txn(self)
         offsets.expire_offsets(txn)
-        self._schedule_offsets_cleanup()
+        txn.timers.append(self._offsets_cleanup())
         return txn.result()
 
-    def _schedule_offsets_cleanup(self) -> None:
-        self.timer.schedule(OFFSETS_CLEANUP_KEY, self.config.offsets_retention_check_interval_ms, self.cleanup_offsets)
+    def _offsets_cleanup(self) -> Schedule:
+        return Schedule(OFFSETS_CLEANUP_KEY, self.config.offsets_retention_check_interval_ms, ShardCall("cleanup_offsets"))
 
     # -- replay (the only code that changes state) -------------------------------------------------
 
     def replay(self, record: Record) -> None:
         key = record.key
+        # Before the first change to a group in a batch: its group and offsets, to put back if the
+        # batch's write fails. Every record names one group, and changes only that group's state.
+        group_id = key.group_id
+        self.touched.save(group_id, lambda: (_copy_group(self.groups.get(group_id)), dict(self.offsets.get(group_id, {}))))
         if isinstance(key, OffsetCommitKey):
             committed = self.offsets.setdefault(key.group_id, {})
             if record.value is None:
@@ -231,25 +236,31 @@ class GroupCoordinatorShard:
         else:
             raise TypeError(f"group coordinator cannot replay {type(key).__name__}")
 
-    def on_loaded(self) -> None:
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Put back the groups a failed batch touched, as they were before it (see `replay`)."""
+        for group_id, (group, committed) in saved.items():
+            if group is None:
+                self.groups.pop(group_id, None)
+            else:
+                self.groups[group_id] = group
+            if committed:
+                self.offsets[group_id] = committed
+            else:
+                self.offsets.pop(group_id, None)
+
+    def on_loaded(self) -> Result:
         """After load (and failover): every member's session restarts now, so live members keep
         their generation with no rebalance (SPEC §1, Kafka's test_broker_failure)."""
+        txn = Txn(self)
         for group in self.groups.values():
             if isinstance(group, ClassicGroup):
                 for member in group.members.values():
-                    self.timer.schedule(
-                        rebalance.heartbeat_key(group.group_id, member.member_id),
-                        member.session_timeout_ms,
-                        lambda g=group.group_id, m=member.member_id: self.expire_heartbeat(g, m),
-                    )
+                    rebalance.reschedule_heartbeat(txn, group, member.member_id)
             elif isinstance(group, ShareGroup):
                 for member_id in group.members:
-                    self.timer.schedule(
-                        share_heartbeat.session_key(group.group_id, member_id),
-                        self.config.share_session_timeout_ms,
-                        lambda g=group.group_id, m=member_id: self.expire_share_session(g, m),
-                    )
-        self._schedule_offsets_cleanup()
+                    share_heartbeat.schedule_session_timeout(txn, group.group_id, member_id)
+        txn.timers.append(self._offsets_cleanup())
+        return txn.result()
 
     # -- views for operators and tests ---------------------------------------------------------------
 
@@ -273,6 +284,12 @@ class GroupCoordinatorShard:
             elif isinstance(group, ShareGroup):
                 view["groups"][group_id] = group.durable_view()
         return view
+
+
+def _copy_group(group: Any) -> Any:
+    """A copy of the group that replay cannot change: classic groups are replaced whole by replay,
+    share groups are changed in place."""
+    return group.copy() if isinstance(group, ShareGroup) else group
 
 
 def group_from_record(group_id: str, value: GroupMetadataValue) -> ClassicGroup:

@@ -14,6 +14,7 @@ from coordinator.classic.group import ClassicGroup
 from kernel.codec import Record
 from coordinator.records import classic_group_state
 from kernel.result import RequestToken, Result
+from kernel.timer import Cancel, Schedule, ShardCall, TimerChange
 
 if TYPE_CHECKING:  # pragma: no cover
     from coordinator.shard import GroupCoordinatorShard
@@ -25,8 +26,8 @@ class Txn:
         self.token = token
         self.now = shard.clock.now_ms()
         self.config = shard.config
-        self.timer = shard.timer
         self.records: list[Record] = []
+        self.timers: list[TimerChange] = []
         self.completions: list[tuple[RequestToken, Any]] = []
         self._edited: dict[str, ClassicGroup | None] = {}
 
@@ -57,10 +58,17 @@ class Txn:
     def write(self, record: Record) -> None:
         self.records.append(record)
 
+    def schedule(self, key: Any, delay_ms: int, method: str, *args: Any) -> None:
+        """Arm `key` to run the shard's `method(*args)` after delay_ms (once this result is durable)."""
+        self.timers.append(Schedule(key, delay_ms, ShardCall(method, args)))
+
+    def cancel(self, key: Any) -> None:
+        self.timers.append(Cancel(key))
+
     def reply(self, token: RequestToken | None, response: Any) -> None:
         if token is not None:
             self.completions.append((token, response))
 
     def result(self, response: Any = None) -> Result:
         records = self.records + [classic_group_state(gid, g) for gid, g in self._edited.items()]
-        return Result(records=records, response=response, completions=self.completions)
+        return Result(records=records, response=response, completions=self.completions, timers=self.timers)

@@ -5,6 +5,10 @@ keeps as futures inside its group objects: a JoinGroup or SyncGroup that must wa
 under the request's token (`response=PARKED`), and a later operation answers it by listing
 `(token, response)` in `completions`. The runtime owns the futures; the domain only keeps tokens,
 so it stays free of I/O and a test reads every answer as data.
+
+Timers are data too (`timers`: kernel.timer's Schedule and Cancel, in order): the runtime arms them
+only once the records are durable, so a failed write leaves no timer behind, and a test asserts
+the session a Heartbeat re-arms like any other answer.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ class Result(Generic[R]):
     records: list[Any] = field(default_factory=list)
     response: R | None = None
     completions: list[tuple[RequestToken, Any]] = field(default_factory=list)
+    timers: list[Any] = field(default_factory=list)  # kernel.timer.TimerChange, applied in order
 
     @staticmethod
     def of(response: R) -> "Result[R]":

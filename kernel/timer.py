@@ -1,23 +1,54 @@
-"""Timers whose expiry is an operation like any other (Kafka's CoordinatorTimer).
+"""Timers whose expiry is an operation like any other (Kafka's CoordinatorTimer), as values.
 
-A shard schedules `operation` under a key; scheduling the same key again replaces the earlier
-timer, so "reset this member's session deadline" is one call. When the deadline passes, the
-runtime runs the operation on the shard's partition, serialised with every other operation,
-and appends the records it returns. An operation must re-check the state it acts on: the
-state may have moved on since it was scheduled.
+An operation does not arm a timer: it returns `Schedule(key, delay_ms, operation)` or `Cancel(key)`
+in its Result, and the runtime applies them once the operation's records are durable (never for a
+failed write). The operation is a value too, `ShardCall` (a shard method's name and arguments), not
+a closure over a shard object: it runs on whatever state the partition holds when it falls due.
+Scheduling a key again replaces the earlier timer, so "reset this member's session deadline" is
+one Schedule. An expired operation must re-check the state it acts on: that may have moved on.
+
+`ManualTimer` keeps timers by hand for tests and simulations (and for share partitions, which
+still arm closures); `apply` feeds it a Result's timer changes.
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kernel.clock import ManualClock
 
 TimerOperation = Callable[[], Any]  # returns a coordinator Result
+
+
+@dataclass(frozen=True, slots=True)
+class ShardCall:
+    """A shard operation as a value: `shard.<method>(*args)`, returning a Result."""
+
+    method: str
+    args: tuple[Any, ...] = ()
+
+    def __call__(self, shard: Any) -> Any:
+        return getattr(shard, self.method)(*self.args)
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    key: Hashable
+    delay_ms: int
+    operation: ShardCall
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    key: Hashable
+
+
+TimerChange = Schedule | Cancel
 
 
 class Timer(Protocol):
@@ -54,6 +85,14 @@ class ManualTimer:
         entry = self._live.pop(key, None)
         if entry is not None:
             entry.cancelled = True
+
+    def apply(self, changes: Iterable[TimerChange], shard: Any) -> None:
+        """Arm a Result's timer changes; a Schedule's operation will run on `shard`."""
+        for change in changes:
+            if isinstance(change, Schedule):
+                self.schedule(change.key, change.delay_ms, functools.partial(change.operation, shard))
+            else:
+                self.cancel(change.key)
 
     def cancel_all(self) -> None:
         for entry in self._live.values():

@@ -43,7 +43,7 @@ from kio.schema.errors import ErrorCode
 from kernel.clock import Clock
 from kernel.codec import Record
 from kernel.result import RequestToken, Result
-from kernel.timer import Timer
+from kernel.snapshot import TouchedKeys
 from sharestate import messages as m
 from sharestate.config import ShareCoordinatorConfig
 from sharestate.records import (
@@ -202,13 +202,13 @@ class ShareCoordinatorShard:
         self,
         tp: tuple[str, int],
         clock: Clock,
-        timer: Timer,
+        legacy_timer: object = None,  # ignored: timers are values in each Result (none here)
         config: ShareCoordinatorConfig | None = None,
     ) -> None:
         self.tp = tp
         self.clock = clock
-        self.timer = timer  # unused: the share coordinator schedules nothing
         self.config = config or ShareCoordinatorConfig()
+        self.touched = TouchedKeys()
         self.states: dict[SharePartitionKey, ShareGroupOffset] = {}
         # ShareUpdates replayed since the partition's last snapshot: the next update's slot.
         self.update_counts: dict[SharePartitionKey, int] = {}
@@ -392,6 +392,10 @@ class ShareCoordinatorShard:
 
     def replay(self, record: Record) -> None:
         key = record.key
+        if isinstance(key, (ShareSnapshotKey, ShareUpdateKey)):
+            # Before a batch first changes a share partition: its state, to put back if the write fails.
+            spk = SharePartitionKey(key.group_id, key.topic_id, key.partition)
+            self.touched.save(spk, lambda: (self.states.get(spk), self.update_counts.get(spk), self.highest_slots.get(spk)))
         if isinstance(key, ShareSnapshotKey):
             spk = SharePartitionKey(key.group_id, key.topic_id, key.partition)
             if record.value is None:
@@ -412,9 +416,19 @@ class ShareCoordinatorShard:
         else:
             raise TypeError(f"share coordinator cannot replay {type(key).__name__}")
 
-    def on_loaded(self) -> None:
+    def restore(self, saved: dict[SharePartitionKey, Any]) -> None:
+        """Put back the share partitions a failed batch touched, as they were before it."""
+        for spk, values in saved.items():
+            for table, value in zip((self.states, self.update_counts, self.highest_slots), values):
+                if value is None:
+                    table.pop(spk, None)
+                else:
+                    table[spk] = value
+
+    def on_loaded(self) -> Result:
         """Nothing to schedule: share state has no timers (Kafka's cold-partition snapshots are not
         needed here, compaction bounds the log)."""
+        return Result()
 
     # -- views for the cluster, operators and tests --------------------------------------------------
 

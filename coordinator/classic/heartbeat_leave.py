@@ -74,7 +74,7 @@ def leave_group(txn: Txn, req: LeaveGroupRequest) -> LeaveGroupResponse:
             drop_member(txn, group, static_id)
         elif group.is_pending_member(leaving.member_id):
             group.remove(leaving.member_id)
-            txn.timer.cancel(heartbeat_key(group.group_id, leaving.member_id))
+            txn.cancel(heartbeat_key(group.group_id, leaving.member_id))
         else:
             error = validate_member(group, leaving.member_id, leaving.group_instance_id)
             if error is not None:

@@ -112,11 +112,12 @@ def _join_new_member(txn: Txn, group: ClassicGroup, req: JoinGroupRequest, token
     if req.requires_known_member_id:
         # Two-phase join (JoinGroup v4+): hand out the id, remember it as pending for one session.
         group.pending_join_members.add(new_member_id)
-        shard, group_id = txn.shard, group.group_id
-        txn.timer.schedule(
-            heartbeat_key(group_id, new_member_id),
+        txn.schedule(
+            heartbeat_key(group.group_id, new_member_id),
             req.session_timeout_ms,
-            lambda: shard.expire_heartbeat(group_id, new_member_id),
+            "expire_heartbeat",
+            group.group_id,
+            new_member_id,
         )
         return _error(ErrorCode.member_id_required, new_member_id)
     return _add_member_then_rebalance_or_complete_join(txn, group, req, new_member_id, token)
@@ -232,7 +233,7 @@ def _replace_static_member_then_rebalance_or_complete_join(
         group.leader_id = new_member_id
     if was_pending_sync:
         group.pending_sync_members.add(new_member_id)
-    txn.timer.cancel(heartbeat_key(group.group_id, old_member_id))
+    txn.cancel(heartbeat_key(group.group_id, old_member_id))
     reschedule_heartbeat(txn, group, new_member_id)
 
     if group.is_in(S.STABLE):

@@ -35,12 +35,8 @@ def sync_key(group_id: str) -> tuple[str, str]:
 def reschedule_heartbeat(txn: Txn, group: ClassicGroup, member_id: str, timeout_ms: int | None = None) -> None:
     """DelayedHeartbeat: the member must show life again within its session timeout."""
     member = group.member(member_id)
-    shard, group_id = txn.shard, group.group_id
-    txn.timer.schedule(
-        heartbeat_key(group_id, member_id),
-        member.session_timeout_ms if timeout_ms is None else timeout_ms,
-        lambda: shard.expire_heartbeat(group_id, member_id),
-    )
+    timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
+    txn.schedule(heartbeat_key(group.group_id, member_id), timeout, "expire_heartbeat", group.group_id, member_id)
 
 
 def complete_join_future(txn: Txn, group: ClassicGroup, member_id: str, response: JoinGroupResponse) -> bool:
@@ -71,7 +67,7 @@ def drop_member(txn: Txn, group: ClassicGroup, member_id: str, error: ErrorCode 
         if member.awaiting_sync is not None:
             txn.reply(member.awaiting_sync, SyncGroupResponse(error))
     group.remove(member_id)
-    txn.timer.cancel(heartbeat_key(group.group_id, member_id))
+    txn.cancel(heartbeat_key(group.group_id, member_id))
 
 
 def join_response(group: ClassicGroup, member_id: str, *, with_members: bool, skip_assignment: bool = False) -> JoinGroupResponse:
@@ -110,10 +106,7 @@ def prepare_rebalance(txn: Txn, group: ClassicGroup, reason: str) -> None:
 
 
 def schedule_initial_rebalance(txn: Txn, group_id: str, delay_ms: int, remaining_ms: int) -> None:
-    shard = txn.shard
-    txn.timer.schedule(
-        join_key(group_id), delay_ms, lambda: shard.try_complete_initial_rebalance(group_id, delay_ms, remaining_ms)
-    )
+    txn.schedule(join_key(group_id), delay_ms, "try_complete_initial_rebalance", group_id, delay_ms, remaining_ms)
 
 
 def try_complete_initial_rebalance(txn: Txn, group: ClassicGroup, delay_ms: int, remaining_ms: int) -> None:
@@ -136,8 +129,7 @@ def maybe_complete_join_else_schedule(txn: Txn, group: ClassicGroup) -> None:
 
 def schedule_join_expiry(txn: Txn, group: ClassicGroup) -> None:
     """DelayedJoin: after the rebalance timeout the join phase completes without the laggards."""
-    shard, group_id = txn.shard, group.group_id
-    txn.timer.schedule(join_key(group_id), group.rebalance_timeout_ms(), lambda: shard.complete_join_on_timeout(group_id))
+    txn.schedule(join_key(group.group_id), group.rebalance_timeout_ms(), "complete_join_on_timeout", group.group_id)
 
 
 def maybe_prepare_rebalance_or_complete_join(txn: Txn, group: ClassicGroup, reason: str) -> None:
@@ -158,7 +150,7 @@ def maybe_complete_join_phase(txn: Txn, group: ClassicGroup) -> None:
 
 def complete_join(txn: Txn, group: ClassicGroup) -> None:
     """onCompleteJoin: drop dynamic members that did not rejoin, start the next generation, answer all joins."""
-    txn.timer.cancel(join_key(group.group_id))
+    txn.cancel(join_key(group.group_id))
     for member in group.not_yet_rejoined():
         if not member.is_static:  # static members keep their place across a missed rebalance
             drop_member(txn, group, member.member_id)
@@ -187,21 +179,20 @@ def complete_join(txn: Txn, group: ClassicGroup) -> None:
 
 def schedule_pending_sync(txn: Txn, group: ClassicGroup) -> None:
     """Members that joined must send SyncGroup within the rebalance timeout, or they are removed."""
-    shard, group_id, generation = txn.shard, group.group_id, group.generation_id
-    txn.timer.schedule(
-        sync_key(group_id), group.rebalance_timeout_ms(), lambda: shard.expire_pending_sync(group_id, generation)
+    txn.schedule(
+        sync_key(group.group_id), group.rebalance_timeout_ms(), "expire_pending_sync", group.group_id, group.generation_id
     )
 
 
 def remove_sync_expiration(txn: Txn, group: ClassicGroup) -> None:
     group.pending_sync_members.clear()
-    txn.timer.cancel(sync_key(group.group_id))
+    txn.cancel(sync_key(group.group_id))
 
 
 def remove_pending_sync_member(txn: Txn, group: ClassicGroup, member_id: str) -> None:
     group.pending_sync_members.discard(member_id)
     if group.is_in(S.DEAD, S.EMPTY, S.PREPARING_REBALANCE) or not group.pending_sync_members:
-        txn.timer.cancel(sync_key(group.group_id))
+        txn.cancel(sync_key(group.group_id))
 
 
 def expire_pending_sync(txn: Txn, group: ClassicGroup, generation_id: int) -> None:

@@ -132,6 +132,13 @@ class ShareGroup:
     def protocol_type(self) -> str:
         return "share"
 
+    def copy(self) -> "ShareGroup":
+        """A copy replay may change without touching this one (members and values are immutable)."""
+        clone = replace(self)
+        clone.members = dict(self.members)
+        clone.target_assignment = dict(self.target_assignment)
+        return clone
+
     def is_empty(self) -> bool:
         return self.state is ShareGroupState.EMPTY
 

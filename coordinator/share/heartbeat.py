@@ -130,7 +130,7 @@ def fence_member(txn: Txn, group: ShareGroup, member_id: str) -> None:
     txn.write(share_member_subscription_tombstone(gid, member_id))
     new_hash = metadata_hash(group.subscribed_topic_names(without=member_id), txn.shard.topics_image)
     txn.write(share_group_epoch_record(gid, group.group_epoch + 1, new_hash))
-    txn.timer.cancel(session_key(gid, member_id))
+    txn.cancel(session_key(gid, member_id))
 
 
 def expire_session(txn: Txn, group_id: str, member_id: str) -> None:
@@ -141,12 +141,7 @@ def expire_session(txn: Txn, group_id: str, member_id: str) -> None:
 
 
 def schedule_session_timeout(txn: Txn, group_id: str, member_id: str) -> None:
-    shard = txn.shard
-    txn.timer.schedule(
-        session_key(group_id, member_id),
-        txn.config.share_session_timeout_ms,
-        lambda: shard.expire_share_session(group_id, member_id),
-    )
+    txn.schedule(session_key(group_id, member_id), txn.config.share_session_timeout_ms, "expire_share_session", group_id, member_id)
 
 
 # -- the heartbeat ---------------------------------------------------------------------------------------

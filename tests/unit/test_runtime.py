@@ -1,5 +1,5 @@
 """The coordinator runtime with a manual clock: ordering, group commit, write-then-respond,
-revert on a failed append, timers, parked requests, loading and epochs."""
+revert on a failed append, timers as values, parked requests, loading and epochs."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ from cluster.runtime import (
 from kernel.clock import ManualClock
 from kernel.codec import Record, RecordCodec
 from kernel.result import PARKED, Result
+from kernel.snapshot import TouchedKeys
+from kernel.timer import Schedule, ShardCall
 from tests.full_disk import FullDisk
 
 TP = ("__test", 0)
@@ -57,13 +59,16 @@ EXPIRY_MS = 1000
 class CounterShard:
     """Counters that expire EXPIRY_MS after their last increment, and waiters released by name."""
 
-    def __init__(self, tp, clock, timer) -> None:
+    def __init__(self, tp, clock) -> None:
         self.clock = clock
-        self.timer = timer
         self.values: dict[str, int] = {}
         self.waiters: dict[int, str] = {}
+        self.touched = TouchedKeys()
 
     def replay(self, record: Record) -> None:
+        table = self.values if isinstance(record.key, CounterKey) else self.waiters
+        name = getattr(record.key, "name", getattr(record.key, "token", None))
+        self.touched.save((id(table), name), lambda: (table, name, table.get(name)))
         if isinstance(record.key, CounterKey):
             if record.value is None:
                 self.values.pop(record.key.name, None)
@@ -77,17 +82,22 @@ class CounterShard:
         else:
             raise TypeError(record)
 
-    def on_loaded(self) -> None:
-        for name in self.values:
-            self._arm(name)
+    def restore(self, saved) -> None:
+        for table, name, value in saved.values():
+            if value is None:
+                table.pop(name, None)
+            else:
+                table[name] = value
 
-    def _arm(self, name: str) -> None:
-        self.timer.schedule(("expire", name), EXPIRY_MS, lambda: self.expire(name))
+    def on_loaded(self) -> Result:
+        return Result(timers=[self._arm(name) for name in self.values])
+
+    def _arm(self, name: str) -> Schedule:
+        return Schedule(("expire", name), EXPIRY_MS, ShardCall("expire", (name,)))
 
     def incr(self, name: str) -> Result:
         value = self.values.get(name, 0) + 1
-        self._arm(name)
-        return Result([Record(CounterKey(name), CounterValue(value))], value)
+        return Result([Record(CounterKey(name), CounterValue(value))], value, timers=[self._arm(name)])
 
     def get(self, name: str) -> Result:
         return Result.of(self.values.get(name))

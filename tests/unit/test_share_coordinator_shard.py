@@ -18,7 +18,6 @@ from kio.schema.errors import ErrorCode
 
 from kernel.clock import ManualClock
 from kernel.codec import Record
-from kernel.timer import ManualTimer
 from sharestate import messages as m
 from sharestate.config import ShareCoordinatorConfig
 from sharestate.coordinator_shard import (
@@ -90,7 +89,7 @@ class Ctx:
 
 def new_shard(config: ShareCoordinatorConfig, clock: ManualClock | None = None) -> ShareCoordinatorShard:
     clock = clock or ManualClock(T0)
-    return ShareCoordinatorShard(("__share_group_state", 0), clock, ManualTimer(clock), config)
+    return ShareCoordinatorShard(("__share_group_state", 0), clock, config=config)
 
 
 def rebuild(log: Log, config: ShareCoordinatorConfig) -> ShareCoordinatorShard:

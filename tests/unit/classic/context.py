@@ -1,7 +1,7 @@
 """A group coordinator shard under a manual clock (Kafka's GroupMetadataManagerTestContext).
 
 `run` does what the runtime does with a Result: replay its records, remember the durable ones
-(`written`), and deliver answers to parked requests (`answers`). `advance` moves time and runs
+(`written`), deliver answers to parked requests (`answers`) and arm its timers (`timer`). `advance` moves time and runs
 every timer that falls due, in deadline order.
 """
 
@@ -39,7 +39,7 @@ class Context:
         self.timer = ManualTimer(self.clock)
         ids = itertools.count(1)
         self.shard = GroupCoordinatorShard(
-            ("__consumer_offsets", 0), self.clock, self.timer, self.config, lambda prefix: f"{prefix}-{next(ids)}"
+            ("__consumer_offsets", 0), self.clock, config=self.config, new_member_id=lambda prefix: f"{prefix}-{next(ids)}"
         )
         self._tokens = itertools.count(1)
         self.written: list[Record] = []
@@ -53,6 +53,7 @@ class Context:
         self.written += [r for r in result.records if not CODEC.is_transient(r)]
         for token, response in result.completions:
             self.answers[token] = response
+        self.timer.apply(result.timers, self.shard)
         return result.response
 
     def take_written(self) -> list[Record]:

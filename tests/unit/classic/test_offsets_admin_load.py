@@ -12,7 +12,6 @@ from coordinator.records import (
     OffsetCommitValue,
 )
 from coordinator.shard import GroupCoordinatorShard
-from kernel.timer import ManualTimer
 from tests.unit.classic.context import Context
 from tests.unit.classic.test_rebalance_scenarios import stable_group_of
 
@@ -78,7 +77,7 @@ def test_offset_metadata_too_large():
 
 def test_offsets_of_an_empty_group_expire_after_retention_and_then_the_group_goes():
     ctx = Context(offsets_retention_ms=7 * DAY, offsets_retention_check_interval_ms=DAY)
-    ctx.shard.on_loaded()  # arms the periodic cleanup, as the runtime does on load
+    ctx.run(ctx.shard.on_loaded())  # arms the periodic cleanup, as the runtime does on load
     (m1,) = stable_group_of(ctx, 1)
     ctx.commit({("t", 0): 42}, member_id=m1, generation=1)
     for _ in range(3):  # a live group keeps its offsets however old they are
@@ -99,7 +98,7 @@ def test_offsets_of_an_empty_group_expire_after_retention_and_then_the_group_goe
 
 def test_simple_group_offsets_expire_from_their_commit_and_old_clients_retention():
     ctx = Context(offsets_retention_ms=10_000, offsets_retention_check_interval_ms=1_000)
-    ctx.shard.on_loaded()
+    ctx.run(ctx.shard.on_loaded())
     ctx.commit({("t", 0): 1}, group_id="simple")
     ctx.commit({("t", 1): 1}, group_id="short", retention=3_000)  # OffsetCommit v2-v4 retention
     ctx.advance(3_000)
@@ -145,7 +144,7 @@ def test_load_rebuilds_groups_and_offsets_and_restarts_sessions_from_load_time()
     ctx3 = Context()
     for record in log:
         ctx3.shard.replay(record)
-    ctx3.shard.on_loaded()
+    ctx3.run(ctx3.shard.on_loaded())
     assert ctx3.shard.durable_view() == before
     group = ctx3.group()
     members = list(group.members)
@@ -173,7 +172,7 @@ def _everything_written(ctx: Context) -> list[Record]:
     return ctx.take_written()
 
 
-def test_the_shard_needs_nothing_but_its_injected_clock_and_timer():
+def test_the_shard_needs_nothing_but_its_injected_clock():
     ctx = Context()
-    shard = GroupCoordinatorShard(("__consumer_offsets", 1), ctx.clock, ManualTimer(ctx.clock), ctx.config, str)
+    shard = GroupCoordinatorShard(("__consumer_offsets", 1), ctx.clock, config=ctx.config, new_member_id=str)
     assert shard.groups == {} and shard.offsets == {}

@@ -1,7 +1,7 @@
 """A group coordinator shard under a manual clock, for share groups (Kafka's GroupMetadataManagerTestContext).
 
-`run` does what the runtime does with a Result: replay its records and remember the durable ones
-(`written`). `advance` moves time and runs every timer that falls due. `initialize` plays the
+`run` does what the runtime does with a Result: replay its records, remember the durable ones
+(`written`) and arm its timers (`timer`). `advance` moves time and runs every timer that falls due. `initialize` plays the
 cluster's part after a heartbeat: it answers the share-state initializations the heartbeat asked for.
 """
 
@@ -53,10 +53,10 @@ class ShareContext:
         if topics:
             self.set_topics(*topics)
 
-    def new_shard(self, timer: ManualTimer | None = None) -> GroupCoordinatorShard:
+    def new_shard(self) -> GroupCoordinatorShard:
         ids = itertools.count(1)
         return GroupCoordinatorShard(
-            ("__consumer_offsets", 0), self.clock, timer or self.timer, self.config, lambda prefix: f"{prefix}-{next(ids)}"
+            ("__consumer_offsets", 0), self.clock, config=self.config, new_member_id=lambda prefix: f"{prefix}-{next(ids)}"
         )
 
     # -- the runtime's part ----------------------------------------------------------------------
@@ -67,6 +67,7 @@ class ShareContext:
         durable = [r for r in result.records if not CODEC.is_transient(r)]
         self.written += durable
         self.log += durable
+        self.timer.apply(result.timers, self.shard)
         return result.response
 
     def take_written(self) -> list[Record]:
@@ -130,13 +131,13 @@ class ShareContext:
 
     def replayed(self, *, load: bool = False, timer: ManualTimer | None = None) -> GroupCoordinatorShard:
         """A fresh shard rebuilt from every record written so far (after an encode/decode round trip)."""
-        fresh = self.new_shard(timer or ManualTimer(self.clock))
+        fresh = self.new_shard()
         fresh.update_topics(tuple(self.shard.topics_image.by_id.values()))
         for record in self.log:
             key, value = CODEC.encode(record)
             fresh.replay(CODEC.decode(key, value))
         if load:
-            fresh.on_loaded()
+            (timer or ManualTimer(self.clock)).apply(fresh.on_loaded().timers, fresh)
         return fresh
 
 

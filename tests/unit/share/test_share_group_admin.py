@@ -171,7 +171,7 @@ def test_the_first_topic_image_deletes_nothing():
     fresh = ctx.replayed(load=False)
     # replayed() gave the fresh shard the current image first; an empty one now is a real deletion.
     assert fresh.update_topics(()).response == (ShareStateDelete("g", FOO, 0),)
-    other = ctx.new_shard(ManualTimer(ctx.clock))
+    other = ctx.new_shard()
     for record in ctx.log:
         other.replay(record)
     first = other.update_topics(())
