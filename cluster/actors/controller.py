@@ -91,7 +91,7 @@ class Controller:
         self.events: list[dict[str, Any]] = []
         self._lock = asyncio.Lock()
         self._watchers: dict[str, asyncio.Task] = {}
-        self._next_index: Counter[ActorKind] = Counter()
+        self._next_index: Counter[ActorKind | str] = Counter()
         self._stopping = False
 
     # -- start and stop ---------------------------------------------------------------------------
@@ -189,7 +189,12 @@ class Controller:
         if port is None:
             port = self.base_port + node_id if self.base_port else 0
         name = f"gateway-{node_id}"
-        handle = GatewayActor.options(name=name, namespace=self.namespace, **ACTOR_OPTIONS).remote(
+        # Each incarnation under its own Ray name: after a death Ray did not order (SIGKILL, OOM)
+        # it keeps the old name registered for a while, and re-using it fails the restart.
+        incarnation = self._next_index[name]
+        self._next_index[name] += 1
+        ray_name = name if incarnation == 0 else f"{name}.{incarnation}"
+        handle = GatewayActor.options(name=ray_name, namespace=self.namespace, **ACTOR_OPTIONS).remote(
             node_id, self.host, port, self.config, ray.get_runtime_context().current_actor
         )
         entry = ActorEntry(name, ActorKind.GATEWAY, handle, gateway=GatewayAddress(node_id, self.host, port))
