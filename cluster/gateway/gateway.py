@@ -10,6 +10,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from cluster.clients.coordinator import CoordinatorClient
+from cluster.clients.partition_leader import PartitionLeaderClient
 from cluster.config import Config
 from cluster.gateway import producer_ids
 from cluster.gateway.apis import ADMIN_API_KEY, SUPPORTED, ApiKey
@@ -34,6 +36,8 @@ class Gateway:
         self.producer_ids = producer_ids.from_controller(controller, self.name)
         self.share_sessions = ShareSessionCache(config["group.share.max.share.sessions"])
         self.persister = Persister(self.router, config["share.coordinator.state.topic.num.partitions"])
+        self.coordinators = CoordinatorClient(self.router, config["offsets.topic.num.partitions"], self.persister)
+        self.partitions = PartitionLeaderClient(self.router)
         self._handlers: dict[int, Callable[[Gateway, Request], Any]] = HANDLERS
 
     @property

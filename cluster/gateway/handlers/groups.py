@@ -1,9 +1,8 @@
 """Classic group APIs: every version turned into the coordinator's requests and back.
 
-A group lives on `__consumer_offsets` partition abs(javaHash(group id)) % partitions; the request
-goes to the actor leading it. JoinGroup and SyncGroup may park, so they travel in streaming
-batches; everything else in plain batches. APIs naming several groups (DescribeGroups,
-DeleteGroups, OffsetFetch v8+) are split per partition, sent in parallel and merged.
+How a call reaches the coordinator of its group (batching, streaming for JoinGroup and SyncGroup,
+retries, fan-out over partitions) is the CoordinatorClient's (`gw.coordinators`); this module
+translates Kafka requests to calls and outcomes to Kafka responses.
 """
 
 from __future__ import annotations
@@ -27,41 +26,23 @@ from coordinator.classic.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from coordinator.hashing import group_partition
 
-from cluster.actors.common import ActorKind
-from cluster.actors.coordinator_host import CoordinatorError
+from cluster.calls import CoordinatorOp as Op
+from cluster.calls import Failed
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.handlers.common import partition_known, refresh_if_unknown
-from cluster.routing import ACTOR_GONE, NoLeader
-from cluster.metadata import CONSUMER_OFFSETS
 
 
 def ms(value: Any) -> int:
     return round(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
 
 
-def coordinator_partition(gw: Any, group_id: str) -> int:
-    return group_partition(group_id, gw.config["offsets.topic.num.partitions"])
-
-
-async def call_coordinator(gw: Any, partition: int, op: str, payload: Any, *, parks: bool = False) -> Any:
-    """The outcome of op on the coordinator of partition, or a CoordinatorError."""
-    try:
-        return await gw.router.call_leader(
-            CONSUMER_OFFSETS,
-            partition,
-            "execute_stream" if parks else "execute",
-            lambda epoch: (op, partition, epoch, payload),
-            lambda outcome: isinstance(outcome, CoordinatorError) and outcome.error_code == ErrorCode.not_coordinator,
-        )
-    except NoLeader as exc:
-        return CoordinatorError(ErrorCode.coordinator_not_available, str(exc))
-
-
-async def call_group(gw: Any, group_id: str, op: str, payload: Any, *, parks: bool = False) -> Any:
-    return await call_coordinator(gw, coordinator_partition(gw, group_id), op, payload, parks=parks)
+# Kafka's GroupCoordinatorService refuses an empty group id on these four before any coordinator
+# sees it; OffsetCommit, OffsetFetch, DescribeGroups and DeleteGroups accept it "for backwards
+# compatibility" (only a null id, which these versions cannot send, is INVALID_GROUP_ID).
+def _invalid(group_id: str) -> bool:
+    return group_id == ""
 
 
 # -- JoinGroup / SyncGroup / Heartbeat / LeaveGroup -------------------------------------------------
@@ -85,9 +66,12 @@ async def join_group(gw: Any, request: Request) -> Any:
         requires_known_member_id=v >= 4,
         supports_skip_assignment=v >= 9,
     )
-    outcome = await call_group(gw, b.group_id, "join", req, parks=True)
-    if isinstance(outcome, CoordinatorError):
-        outcome = JoinGroupResponse(outcome.error_code, member_id=b.member_id)
+    if _invalid(b.group_id):
+        outcome = JoinGroupResponse(ErrorCode.invalid_group_id, member_id=b.member_id)
+    else:
+        outcome = await gw.coordinators.group(Op.JOIN, b.group_id, req)
+    if isinstance(outcome, Failed):  # Kafka's error path: a fresh response, member id ""
+        outcome = JoinGroupResponse(outcome.error_code, member_id="")
     return build_response(
         ApiKey.JOIN_GROUP,
         v,
@@ -118,8 +102,12 @@ async def sync_group(gw: Any, request: Request) -> Any:
         protocol_name=getattr(b, "protocol_name", None),
         assignments=tuple((a.member_id, bytes(a.assignment)) for a in b.assignments),
     )
-    outcome = await call_group(gw, b.group_id, "sync", req, parks=True)
-    if isinstance(outcome, CoordinatorError):
+    outcome = (
+        SyncGroupResponse(ErrorCode.invalid_group_id)
+        if _invalid(b.group_id)
+        else await gw.coordinators.group(Op.SYNC, b.group_id, req)
+    )
+    if isinstance(outcome, Failed):
         outcome = SyncGroupResponse(outcome.error_code)
     return build_response(
         ApiKey.SYNC_GROUP,
@@ -136,8 +124,15 @@ async def sync_group(gw: Any, request: Request) -> Any:
 async def heartbeat(gw: Any, request: Request) -> Any:
     b = request.body
     req = HeartbeatRequest(b.group_id, b.generation_id, b.member_id, getattr(b, "group_instance_id", None))
-    outcome = await call_group(gw, b.group_id, "heartbeat", req)
-    return build_response(ApiKey.HEARTBEAT, request.api_version, {"error_code": outcome.error_code})
+    if _invalid(b.group_id):
+        error = ErrorCode.invalid_group_id
+    else:
+        error = (await gw.coordinators.group(Op.HEARTBEAT, b.group_id, req)).error_code
+        if error == ErrorCode.coordinator_load_in_progress:
+            # Kafka: "The group is still loading, so blindly respond". A member must not drop out
+            # over a failover it cannot see (aiokafka's heartbeat task dies on this code).
+            error = ErrorCode.none
+    return build_response(ApiKey.HEARTBEAT, request.api_version, {"error_code": error})
 
 
 async def leave_group(gw: Any, request: Request) -> Any:
@@ -146,8 +141,10 @@ async def leave_group(gw: Any, request: Request) -> Any:
         members = tuple(LeavingMember(m.member_id, m.group_instance_id, getattr(m, "reason", None)) for m in b.members)
     else:
         members = (LeavingMember(b.member_id),)
-    outcome = await call_group(gw, b.group_id, "leave", LeaveGroupRequest(b.group_id, members))
-    if isinstance(outcome, CoordinatorError):
+    if _invalid(b.group_id):
+        return build_response(ApiKey.LEAVE_GROUP, v, {"error_code": ErrorCode.invalid_group_id, "members": []})
+    outcome = await gw.coordinators.group(Op.LEAVE, b.group_id, LeaveGroupRequest(b.group_id, members))
+    if isinstance(outcome, Failed):
         return build_response(ApiKey.LEAVE_GROUP, v, {"error_code": outcome.error_code, "members": []})
     error = outcome.error_code
     if v < 3 and error == ErrorCode.none and outcome.members:
@@ -197,12 +194,12 @@ async def offset_commit(gw: Any, request: Request) -> Any:
             retention_time_ms=retention,
             api_version=v,
         )
-        outcome = await call_group(gw, b.group_id, "commit", req)
+        outcome = await gw.coordinators.group(Op.COMMIT, b.group_id, req)
         for topic, parts in known:
             for p in parts:
-                if isinstance(outcome, CoordinatorError):
+                if isinstance(outcome, Failed):
                     answers[(topic, p.partition)] = outcome.error_code
-        if not isinstance(outcome, CoordinatorError):
+        if not isinstance(outcome, Failed):
             for topic, parts in outcome.topics:
                 for partition, error in parts:
                     answers[(topic, partition)] = error
@@ -224,10 +221,14 @@ async def offset_commit(gw: Any, request: Request) -> Any:
     )
 
 
-async def _fetch_one_group(gw: Any, group_id: str, topics: Any, require_stable: bool) -> OffsetFetchResponse:
+async def _fetch_one_group(
+    gw: Any, group_id: str, topics: Any, require_stable: bool, version: int
+) -> OffsetFetchResponse:
     wanted = None if topics is None else tuple((t.name, tuple(t.partition_indexes)) for t in topics)
-    outcome = await call_group(gw, group_id, "fetch_offsets", OffsetFetchRequest(group_id, wanted, require_stable))
-    if isinstance(outcome, CoordinatorError):
+    outcome = await gw.coordinators.group(Op.FETCH_OFFSETS, group_id, OffsetFetchRequest(group_id, wanted, require_stable))
+    if isinstance(outcome, Failed):
+        if version >= 2:  # a top-level error code exists: Kafka's groupError lists no partitions
+            return OffsetFetchResponse(group_id, outcome.error_code, ())
         failed = tuple(
             (name, tuple(_failed_partition(p, outcome.error_code) for p in partitions)) for name, partitions in (wanted or ())
         )
@@ -262,36 +263,23 @@ async def offset_fetch(gw: Any, request: Request) -> Any:
     b, v = request.body, request.api_version
     require_stable = bool(getattr(b, "require_stable", False))
     if v >= 8:
-        results = await asyncio.gather(*(_fetch_one_group(gw, g.group_id, g.topics, require_stable) for g in b.groups))
+        results = await asyncio.gather(*(_fetch_one_group(gw, g.group_id, g.topics, require_stable, v) for g in b.groups))
         groups = [{"group_id": r.group_id, "topics": _topics_out(r), "error_code": r.error_code} for r in results]
         return build_response(ApiKey.OFFSET_FETCH, v, {"groups": groups})
-    result = await _fetch_one_group(gw, b.group_id, b.topics, require_stable)
+    result = await _fetch_one_group(gw, b.group_id, b.topics, require_stable, v)
     return build_response(ApiKey.OFFSET_FETCH, v, {"topics": _topics_out(result), "error_code": result.error_code})
 
 
 # -- DescribeGroups / ListGroups / DeleteGroups ---------------------------------------------------------
 
 
-async def per_partition(gw: Any, group_ids: list[str], op: str) -> dict[str, Any]:
-    """Run op once per coordinator partition over the groups it owns; outcome per group id."""
-    by_partition: dict[int, list[str]] = {}
-    for g in dict.fromkeys(group_ids):
-        by_partition.setdefault(coordinator_partition(gw, g), []).append(g)
-    outcomes = await asyncio.gather(*(call_coordinator(gw, p, op, tuple(ids)) for p, ids in by_partition.items()))
-    per_group: dict[str, Any] = {}
-    for ids, outcome in zip(by_partition.values(), outcomes):
-        for i, group_id in enumerate(ids):
-            per_group[group_id] = outcome if isinstance(outcome, CoordinatorError) else outcome[i]
-    return per_group
-
-
 async def describe_groups(gw: Any, request: Request) -> Any:
     b, v = request.body, request.api_version
-    per_group = await per_partition(gw, list(b.groups), "describe")
+    per_group = await gw.coordinators.per_group(Op.DESCRIBE, b.groups)
     groups = []
     for group_id in b.groups:
         d = per_group[group_id]
-        if isinstance(d, CoordinatorError):
+        if isinstance(d, Failed):
             groups.append({"error_code": d.error_code, "group_id": group_id, "group_state": "", "protocol_type": "",
                            "protocol_data": "", "members": []})
             continue
@@ -322,31 +310,16 @@ async def list_groups(gw: Any, request: Request) -> Any:
     b, v = request.body, request.api_version
     states = tuple(getattr(b, "states_filter", ()) or ())
     types = tuple(getattr(b, "types_filter", ()) or ())
-    coordinators = [
-        handle for name, handle in gw.leadership.handles.items() if name.startswith(ActorKind.GROUP_COORDINATOR.value)
+    listing = await gw.coordinators.list_groups(states, types)
+    groups = [
+        {"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state, "group_type": g.group_type}
+        for g in listing.groups
     ]
-    answers = await asyncio.gather(*(h.list_groups.remote(states, types) for h in coordinators), return_exceptions=True)
-    error = ErrorCode.none
-    groups = []
-    for answer in answers:
-        if isinstance(answer, BaseException):
-            if not isinstance(answer, ACTOR_GONE):
-                raise answer
-            error = ErrorCode.coordinator_not_available
-            continue
-        actor_error, listed = answer
-        if actor_error is not None:
-            error = actor_error.error_code
-        groups += [
-            {"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state, "group_type": g.group_type}
-            for g in listed
-        ]
-    groups.sort(key=lambda g: g["group_id"])
-    return build_response(ApiKey.LIST_GROUPS, v, {"error_code": error, "groups": groups})
+    return build_response(ApiKey.LIST_GROUPS, v, {"error_code": listing.error_code, "groups": groups})
 
 
 async def delete_groups(gw: Any, request: Request) -> Any:
     b, v = request.body, request.api_version
-    per_group = await per_partition(gw, list(b.groups_names), "delete")
+    per_group = await gw.coordinators.delete_groups(b.groups_names)
     results = [{"group_id": g, "error_code": per_group[g].error_code} for g in b.groups_names]
     return build_response(ApiKey.DELETE_GROUPS, v, {"results": results})

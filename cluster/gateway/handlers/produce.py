@@ -14,7 +14,6 @@ from kio.schema.errors import ErrorCode
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.handlers.common import partition_known, refresh_if_unknown
-from cluster.routing import NoLeader
 from cluster.partition import ProduceOutcome
 
 
@@ -33,16 +32,7 @@ async def produce(gw: Any, request: Request) -> Any:
             return ProduceOutcome(ErrorCode.unknown_topic_or_partition, message=f"unknown partition {topic}-{partition}")
         if info.internal:
             return ProduceOutcome(ErrorCode.invalid_topic_exception, message=f"cannot produce to internal topic {topic}")
-        try:
-            return await gw.router.call_leader(
-                topic,
-                partition,
-                "produce",
-                lambda epoch: (topic, partition, epoch, bytes(records or b"")),
-                lambda outcome: outcome.error_code == ErrorCode.not_leader_or_follower,
-            )
-        except NoLeader as exc:
-            return ProduceOutcome(ErrorCode.not_leader_or_follower, message=str(exc))
+        return await gw.partitions.produce(topic, partition, bytes(records or b""))
 
     keys = [(t.name, p.index) for t in body.topic_data for p in t.partition_data]
     outcomes = await asyncio.gather(

@@ -14,12 +14,11 @@ from kio.schema.errors import ErrorCode
 from coordinator.share.messages import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from sharestate import messages as m
 
-from cluster.actors.coordinator_host import CoordinatorError
+from cluster.calls import CoordinatorOp as Op
+from cluster.calls import Failed
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.handlers.common import partition_known, refresh_if_unknown
-from cluster.gateway.handlers.groups import call_group, per_partition
-from cluster.routing import NoLeader
 
 
 async def share_group_heartbeat(gw: Any, request: Request) -> Any:
@@ -33,10 +32,11 @@ async def share_group_heartbeat(gw: Any, request: Request) -> Any:
         client_id=request.client_id or "",
         client_host=f"/{request.client_host}",
     )
-    outcome = await call_group(gw, b.group_id, "share_heartbeat", req)
+    outcome = await gw.coordinators.group(Op.SHARE_HEARTBEAT, b.group_id, req)
     response = (
-        ShareGroupHeartbeatResponse(outcome.error_code, outcome.message or None, b.member_id, b.member_epoch)
-        if isinstance(outcome, CoordinatorError)
+        # Kafka's handleOperationException: a fresh response, so no member id and epoch 0.
+        ShareGroupHeartbeatResponse(outcome.error_code, outcome.message or None)
+        if isinstance(outcome, Failed)
         else outcome.response
     )
     assignment = None
@@ -62,11 +62,11 @@ async def share_group_heartbeat(gw: Any, request: Request) -> Any:
 
 async def share_group_describe(gw: Any, request: Request) -> Any:
     b, v = request.body, request.api_version
-    per_group = await per_partition(gw, list(b.group_ids), "share_describe")
+    per_group = await gw.coordinators.per_group(Op.SHARE_DESCRIBE, b.group_ids)
     groups = []
     for group_id in b.group_ids:
         d = per_group[group_id]
-        if isinstance(d, CoordinatorError):
+        if isinstance(d, Failed):
             groups.append(
                 {"error_code": d.error_code, "error_message": d.message or None, "group_id": group_id, "members": []}
             )
@@ -110,15 +110,15 @@ async def describe_share_group_offsets(gw: Any, request: Request) -> Any:
     """Each share partition's start offset from the share coordinator (ReadShareGroupStateSummary);
     v1 adds the lag: records from the start offset to the log end not yet done."""
     b, v = request.body, request.api_version
-    listed = await per_partition(gw, [g.group_id for g in b.groups], "share_topics")
+    listed = await gw.coordinators.per_group(Op.SHARE_TOPICS, [g.group_id for g in b.groups])
     groups = await asyncio.gather(*(_group_offsets(gw, g, listed[g.group_id], v) for g in b.groups))
     return build_response(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, v, {"groups": list(groups)})
 
 
 async def _group_offsets(gw: Any, group: Any, listed: Any, v: int) -> dict[str, Any]:
-    if isinstance(listed, CoordinatorError) or listed.error_code != ErrorCode.none:
+    if isinstance(listed, Failed) or listed.error_code != ErrorCode.none:
         code = listed.error_code
-        message = listed.message if isinstance(listed, CoordinatorError) else listed.error_message
+        message = listed.message if isinstance(listed, Failed) else listed.error_message
         return {"group_id": group.group_id, "error_code": code, "error_message": message or None, "topics": []}
     if group.topics is None:
         wanted = [(tid, name, list(parts)) for tid, name, parts in listed.topics]
@@ -157,14 +157,5 @@ async def _group_offsets(gw: Any, group: Any, listed: Any, v: int) -> dict[str, 
 
 
 async def _log_end(gw: Any, topic: str, partition: int) -> int:
-    try:
-        error, offset, _, _ = await gw.router.call_leader(
-            topic,
-            partition,
-            "list_offsets",
-            lambda epoch: (topic, partition, epoch, -1, -1),
-            lambda r: r[0] == ErrorCode.not_leader_or_follower.value,
-        )
-    except NoLeader:
-        return -1
-    return offset if error == ErrorCode.none.value else -1
+    end = await gw.partitions.list_offsets(topic, partition)
+    return end.offset if end.error_code == ErrorCode.none else -1

@@ -1,0 +1,138 @@
+"""CoordinatorClient: calls to the group coordinators, by group id or `__consumer_offsets` partition.
+
+A group lives on partition abs(javaHash(group id)) % partitions. A call goes to the actor leading
+that partition; the router retries once on a stale map (NOT_COORDINATOR, a dead actor), after
+which the client hands Kafka's retriable error back for the Kafka client to retry. Calls naming
+several groups are split per partition, sent in parallel and merged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from coordinator.hashing import group_partition
+from coordinator.share.messages import ShareGroupTopics
+from sharestate import messages as m
+
+from cluster.actors.common import ActorKind
+from cluster.actors.coordinator_host import CoordinatorError
+from cluster.calls import CoordinatorCall, CoordinatorOp, Failed, Listing
+from cluster.metadata import CONSUMER_OFFSETS
+from cluster.routing import ACTOR_GONE, NoLeader
+
+log = logging.getLogger(__name__)
+
+
+def _not_coordinator(outcome: Any) -> bool:
+    return isinstance(outcome, CoordinatorError) and outcome.error_code == ErrorCode.not_coordinator
+
+
+class CoordinatorClient:
+    def __init__(self, router: Any, num_partitions: int, persister: Any = None) -> None:
+        self.router = router
+        self.num_partitions = num_partitions
+        self.persister = persister
+
+    def partition_for(self, group_id: str) -> int:
+        return group_partition(group_id, self.num_partitions)
+
+    async def call(self, call: CoordinatorCall) -> Any:
+        """The outcome of one operation, or Failed."""
+        method = "execute_stream" if call.op.parks else "execute"
+        try:
+            outcome = await self.router.call_leader(CONSUMER_OFFSETS, call.partition, method, call.item, _not_coordinator)
+        except NoLeader as exc:
+            return Failed(ErrorCode.coordinator_not_available, str(exc))
+        if isinstance(outcome, CoordinatorError):
+            return Failed(outcome.error_code, outcome.message)
+        return outcome
+
+    async def group(self, op: CoordinatorOp, group_id: str, request: Any) -> Any:
+        """An operation on the coordinator of group_id."""
+        return await self.call(CoordinatorCall(op, self.partition_for(group_id), request))
+
+    async def per_group(self, op: CoordinatorOp, group_ids: Iterable[str]) -> dict[str, Any]:
+        """op once per partition over the groups it holds (its request: their ids); outcome per group."""
+        by_partition: dict[int, list[str]] = {}
+        for g in dict.fromkeys(group_ids):
+            by_partition.setdefault(self.partition_for(g), []).append(g)
+        outcomes = await asyncio.gather(
+            *(self.call(CoordinatorCall(op, p, tuple(ids))) for p, ids in by_partition.items())
+        )
+        per_group: dict[str, Any] = {}
+        for ids, outcome in zip(by_partition.values(), outcomes):
+            for i, group_id in enumerate(ids):
+                per_group[group_id] = outcome if isinstance(outcome, Failed) else outcome[i]
+        return per_group
+
+    async def list_groups(self, states: tuple[str, ...] = (), types: tuple[str, ...] = ()) -> Listing:
+        """ListGroups over every group coordinator. Like Kafka's, an error anywhere (a partition
+        loading, a coordinator gone) answers that error and no groups, not a partial list."""
+        handles = [
+            h for name, h in self.router.leadership.handles.items() if name.startswith(ActorKind.GROUP_COORDINATOR.value)
+        ]
+        answers = await asyncio.gather(*(h.list_groups.remote(states, types) for h in handles), return_exceptions=True)
+        groups: list[Any] = []
+        for answer in answers:
+            if isinstance(answer, BaseException):
+                if not isinstance(answer, ACTOR_GONE):
+                    raise answer
+                return Listing(ErrorCode.coordinator_not_available)
+            actor_error, listed = answer
+            if actor_error is not None:
+                return Listing(actor_error.error_code)
+            groups += listed
+        return Listing(ErrorCode.none, tuple(sorted(groups, key=lambda g: g.group_id)))
+
+    async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, Any]:
+        """DeleteGroups, share state first (Kafka's GroupCoordinatorService.deleteShareGroups): the
+        share state of every Empty share group named is deleted through the persister, and a group
+        whose state could not be deleted is kept and answers that error; the others are deleted.
+        A share group left with state would refuse a new group of its id (FENCED_STATE_EPOCH)."""
+        ids = list(dict.fromkeys(group_ids))
+        kept: dict[str, Any] = {}
+        if self.persister is not None:
+            kept = await self._delete_share_state(ids)
+        deleted = await self.per_group(CoordinatorOp.DELETE, [g for g in ids if g not in kept])
+        return {g: kept.get(g) or deleted[g] for g in ids}
+
+    async def _delete_share_state(self, group_ids: list[str]) -> dict[str, Failed]:
+        """The share groups among group_ids whose state could not be deleted, with the error."""
+        described = await self.per_group(CoordinatorOp.SHARE_DESCRIBE, group_ids)
+        failed: dict[str, Failed] = {}
+        empty_share_groups = []
+        for g, d in described.items():
+            if isinstance(d, Failed):
+                failed[g] = d  # the coordinator cannot be asked now: neither can it delete
+            elif d.error_code == ErrorCode.none and d.group_state.lower() == "empty":
+                empty_share_groups.append(g)
+        if not empty_share_groups:
+            return failed
+        listed = await self.per_group(CoordinatorOp.SHARE_TOPICS, empty_share_groups)
+
+        async def delete_state(group_id: str, topics: Any) -> Failed | None:
+            if isinstance(topics, Failed):
+                return topics
+            if not isinstance(topics, ShareGroupTopics) or topics.error_code != ErrorCode.none:
+                return None  # no longer a share group: the delete below answers for it
+            answers = await asyncio.gather(
+                *(
+                    self.persister.delete(m.DeleteShareGroupStateRequest(group_id, topic_id, p))
+                    for topic_id, _name, partitions in topics.topics
+                    for p in partitions
+                )
+            )
+            errors = [a for a in answers if a.error_code != ErrorCode.none]
+            if errors:
+                log.warning("share state of %s not deleted (%d partitions): %s", group_id, len(errors), errors[0])
+                return Failed(errors[0].error_code, errors[0].error_message or "")
+            return None
+
+        results = await asyncio.gather(*(delete_state(g, listed[g]) for g in empty_share_groups))
+        failed.update({g: r for g, r in zip(empty_share_groups, results) if r is not None})
+        return failed

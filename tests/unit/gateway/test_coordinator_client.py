@@ -1,0 +1,167 @@
+"""CoordinatorClient without Ray: routing by group, fan-out per partition, errors as Failed, and
+DeleteGroups deleting a share group's state before the group (Kafka's deleteShareGroups)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from types import SimpleNamespace
+
+from kio.schema.errors import ErrorCode
+
+from coordinator.classic.messages import DeletedGroup, ListedGroup
+from coordinator.share.messages import DescribedShareGroup, ShareGroupTopics
+from sharestate import messages as m
+
+from cluster.actors.coordinator_host import CoordinatorError
+from cluster.calls import CoordinatorOp as Op
+from cluster.calls import Failed
+from cluster.clients.coordinator import CoordinatorClient
+from cluster.metadata import CONSUMER_OFFSETS
+from cluster.routing import NoLeader
+
+TOPIC_ID = uuid.uuid4()
+
+
+class FakeRouter:
+    """call_leader runs the item through `coordinator(op, partition, request)`; no leader -> NoLeader."""
+
+    def __init__(self, coordinator, handles=None) -> None:
+        self.coordinator = coordinator
+        self.log: list[tuple] = []
+        self.leadership = SimpleNamespace(handles=handles or {})
+
+    async def call_leader(self, topic, partition, method, make_item, not_leader):
+        assert topic == CONSUMER_OFFSETS
+        op, p, epoch, request = make_item(7)
+        assert (p, epoch) == (partition, 7) and isinstance(op, str) and not isinstance(op, Op)
+        self.log.append((method, op, partition, request))
+        return self.coordinator(op, partition, request)
+
+
+class FakePersister:
+    def __init__(self, error: ErrorCode = ErrorCode.none, log: list | None = None) -> None:
+        self.error = error
+        self.log = log if log is not None else []
+
+    async def delete(self, req: m.DeleteShareGroupStateRequest) -> m.DeleteShareGroupStateResponse:
+        self.log.append(("persister.delete", req.group_id, req.partition))
+        return m.DeleteShareGroupStateResponse(self.error, None if self.error == ErrorCode.none else "disk full")
+
+
+def groups_table(share_groups=("s",), state="Empty"):
+    """A coordinator holding share groups `share_groups` (one initialized partition each) and
+    classic group "c"; it answers DeleteGroups for everything it is asked."""
+
+    def coordinator(op, partition, request):
+        if op == "share_describe":
+            return [DescribedShareGroup(g, ErrorCode.none, None, state) if g in share_groups
+                    else DescribedShareGroup(g, ErrorCode.group_id_not_found) for g in request]
+        if op == "share_topics":
+            return [ShareGroupTopics(g, ErrorCode.none, None, ((TOPIC_ID, "t", (0, 1)),)) for g in request]
+        if op == "delete":
+            return [DeletedGroup(g, ErrorCode.none) for g in request]
+        raise AssertionError(op)
+
+    return coordinator
+
+
+def test_delete_groups_deletes_a_share_groups_state_before_the_group():
+    router = FakeRouter(groups_table())
+    log = router.log
+    client = CoordinatorClient(router, 1, FakePersister(log=log))
+    result = asyncio.run(client.delete_groups(["s", "c"]))
+    assert result == {"s": DeletedGroup("s", ErrorCode.none), "c": DeletedGroup("c", ErrorCode.none)}
+    steps = [entry[1] if entry[0] != "persister.delete" else "persister.delete" for entry in log]
+    assert steps == ["share_describe", "share_topics", "persister.delete", "persister.delete", "delete"]
+    assert log[-1][3] == ("s", "c")
+
+
+def test_a_share_group_whose_state_could_not_be_deleted_stays_and_answers_the_error():
+    router = FakeRouter(groups_table())
+    client = CoordinatorClient(router, 1, FakePersister(ErrorCode.coordinator_not_available))
+    result = asyncio.run(client.delete_groups(["s", "c"]))
+    assert result["s"] == Failed(ErrorCode.coordinator_not_available, "disk full")
+    assert result["c"] == DeletedGroup("c", ErrorCode.none)
+    deletes = [entry for entry in router.log if entry[1] == "delete"]
+    assert [entry[3] for entry in deletes] == [("c",)]  # the share group was not deleted
+
+
+def test_a_share_group_with_members_keeps_its_state_and_the_coordinator_refuses_it():
+    persister = FakePersister()
+
+    def coordinator(op, partition, request):
+        if op == "delete":
+            return [DeletedGroup(g, ErrorCode.non_empty_group) for g in request]
+        return groups_table(state="Stable")(op, partition, request)
+
+    client = CoordinatorClient(FakeRouter(coordinator), 1, persister)
+    result = asyncio.run(client.delete_groups(["s"]))
+    assert result["s"].error_code == ErrorCode.non_empty_group and persister.log == []
+
+
+def test_delete_groups_while_loading_answers_every_group_the_error():
+    def loading(op, partition, request):
+        return CoordinatorError(ErrorCode.coordinator_load_in_progress, "loading")
+
+    client = CoordinatorClient(FakeRouter(loading), 1, FakePersister())
+    result = asyncio.run(client.delete_groups(["s", "c"]))
+    assert {g: r.error_code for g, r in result.items()} == {
+        "s": ErrorCode.coordinator_load_in_progress, "c": ErrorCode.coordinator_load_in_progress}
+
+
+def test_per_group_sends_one_call_per_partition_and_answers_per_group():
+    router = FakeRouter(lambda op, p, request: [f"{g}@{p}" for g in request])
+    client = CoordinatorClient(router, 50)
+    ids = [f"group-{i}" for i in range(20)]
+    answers = asyncio.run(client.per_group(Op.DESCRIBE, ids + ids[:3]))
+    assert answers == {g: f"{g}@{client.partition_for(g)}" for g in ids}
+    partitions = [entry[2] for entry in router.log]
+    assert sorted(partitions) == sorted({client.partition_for(g) for g in ids})
+
+
+def test_a_call_that_finds_no_coordinator_or_an_error_answers_failed():
+    async def no_leader(*_args):
+        raise NoLeader("no leader for __consumer_offsets-3")
+
+    router = FakeRouter(None)
+    router.call_leader = no_leader
+    client = CoordinatorClient(router, 50)
+    assert asyncio.run(client.group(Op.HEARTBEAT, "g", None)).error_code == ErrorCode.coordinator_not_available
+    client = CoordinatorClient(FakeRouter(lambda *_: CoordinatorError(ErrorCode.not_coordinator, "moved")), 50)
+    assert asyncio.run(client.group(Op.HEARTBEAT, "g", None)) == Failed(ErrorCode.not_coordinator, "moved")
+
+
+def test_join_and_sync_travel_as_streams_the_rest_as_batches():
+    router = FakeRouter(lambda *_: "ok")
+    client = CoordinatorClient(router, 50)
+    for op in (Op.JOIN, Op.SYNC, Op.HEARTBEAT, Op.COMMIT):
+        asyncio.run(client.group(op, "g", None))
+    assert [entry[0] for entry in router.log] == ["execute_stream", "execute_stream", "execute", "execute"]
+
+
+class Handle:
+    def __init__(self, answer) -> None:
+        self._answer = answer
+        self.list_groups = SimpleNamespace(remote=self._remote)
+
+    async def _remote(self, states, types):
+        if isinstance(self._answer, BaseException):
+            raise self._answer
+        return self._answer
+
+
+def test_list_groups_merges_every_coordinator_and_any_error_answers_no_groups():
+    from ray.exceptions import RayActorError
+
+    a = Handle((None, [ListedGroup("b", "consumer", "Stable", "classic")]))
+    b = Handle((None, [ListedGroup("a", "share", "Empty", "share")]))
+    handles = {"group-coordinator-0": a, "group-coordinator-1": b, "partition-leader-0": object()}
+    listing = asyncio.run(CoordinatorClient(FakeRouter(None, handles), 50).list_groups())
+    assert listing.error_code == ErrorCode.none and [g.group_id for g in listing.groups] == ["a", "b"]
+    loading = Handle((CoordinatorError(ErrorCode.coordinator_load_in_progress), []))
+    listing = asyncio.run(CoordinatorClient(FakeRouter(None, {**handles, "group-coordinator-2": loading}), 50).list_groups())
+    assert listing.error_code == ErrorCode.coordinator_load_in_progress and listing.groups == ()
+    dead = Handle(RayActorError())
+    listing = asyncio.run(CoordinatorClient(FakeRouter(None, {**handles, "group-coordinator-2": dead}), 50).list_groups())
+    assert listing.error_code == ErrorCode.coordinator_not_available and listing.groups == ()
