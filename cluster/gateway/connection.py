@@ -1,8 +1,11 @@
 """The server side of one Kafka client connection, sans I/O (after h11).
 
 Feed it the bytes a socket delivered; it returns events: a parsed request to route, or the
-decision to close the connection. It frames responses back into bytes. asyncio only moves
-bytes, so every malformed, partial or oversize frame is testable (and fuzzable) without sockets.
+decision to close the connection. Hand it each request's answer whenever it is ready; it releases
+the framed answers strictly in request order (Kafka clients match answers to requests by order
+on a connection), and says when to stop reading because too many answers are outstanding and
+when to read again. asyncio only moves bytes, so every malformed, partial or oversize frame, and
+every order in which answers complete, is testable (and fuzzable) without sockets.
 
 Kafka's treatment of bad input (SocketServer / RequestContext, PROTOCOL.md §1):
 - a size prefix above socket.request.max.bytes (or negative) closes the connection before the
@@ -15,6 +18,7 @@ Kafka's treatment of bad input (SocketServer / RequestContext, PROTOCOL.md §1):
 
 from __future__ import annotations
 
+import collections
 import io
 import struct
 from dataclasses import dataclass
@@ -54,15 +58,59 @@ class Close:
 Event = Request | Close
 
 
+@dataclass(slots=True)
+class Reply:
+    """The next answer to write, in request order; data None: this request gets no answer (Produce
+    with acks=0, or a handler cancelled because the connection is going away)."""
+
+    request: Request
+    data: bytes | None
+
+
+@dataclass(slots=True)
+class PauseReading:
+    """Too many answers are outstanding: stop reading requests until ResumeReading."""
+
+
+@dataclass(slots=True)
+class ResumeReading:
+    pass
+
+
+Outbound = Reply | Close | PauseReading | ResumeReading
+
+MAX_OUTSTANDING = 256
+
+_PENDING = object()
+
+
+class _Slot:
+    __slots__ = ("request", "data", "failure")
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        self.data: Any = _PENDING
+        self.failure: str | None = None
+
+
 class ProtocolViolation(Exception):
     pass
 
 
 class KafkaConnection:
-    def __init__(self, max_request_bytes: int = 104_857_600) -> None:
+    def __init__(self, max_request_bytes: int = 104_857_600, max_outstanding: int = MAX_OUTSTANDING) -> None:
         self.max_request_bytes = max_request_bytes
+        self.max_outstanding = max_outstanding
         self._buffer = bytearray()
         self.closed: str | None = None
+        self._outstanding: collections.deque[_Slot] = collections.deque()
+        self._slots: dict[int, _Slot] = {}
+        self.reading_paused = False
+
+    @property
+    def outstanding(self) -> int:
+        """Requests received whose answers have not been released yet."""
+        return len(self._outstanding)
 
     def receive(self, data: bytes) -> list[Event]:
         """Requests complete in the bytes received so far, in order; a Close ends the stream."""
@@ -81,10 +129,59 @@ class KafkaConnection:
             frame = bytes(self._buffer[4 : 4 + size])
             del self._buffer[: 4 + size]
             try:
-                events.append(self._parse(frame))
+                request = self._parse(frame)
             except ProtocolViolation as exc:
                 return events + [self._close(str(exc))]
+            slot = _Slot(request)
+            self._outstanding.append(slot)
+            self._slots[id(request)] = slot
+            events.append(request)
         return events
+
+    def respond(self, request: Request, response: Any) -> None:
+        """request's answer: a kio response, the admin API's bytes, or None for no answer."""
+        slot = self._slots.get(id(request))
+        if slot is None or slot.data is not _PENDING:
+            return  # closed meanwhile, or answered twice (a bug the first answer wins over)
+        if response is None:
+            slot.data = None
+            return
+        try:
+            slot.data = (
+                encode_admin_response(request, response)
+                if request.api_key == ADMIN_API_KEY
+                else encode_response(request, response)
+            )
+        except Exception as exc:  # a handler built a response its version cannot carry
+            self.fail(request, f"cannot encode the answer to api {request.api_key}: {type(exc).__name__}: {exc}")
+
+    def fail(self, request: Request, reason: str) -> None:
+        """The handler of request failed: once the answers before it are out, close (Kafka drops a
+        connection on an unexpected error and keeps serving the others)."""
+        slot = self._slots.get(id(request))
+        if slot is not None and slot.data is _PENDING:
+            slot.data = None
+            slot.failure = reason
+
+    def next_events(self) -> list[Outbound]:
+        """The answers ready to write, in request order, then any change in whether to read."""
+        out: list[Outbound] = []
+        while self._outstanding and self._outstanding[0].data is not _PENDING:
+            slot = self._outstanding.popleft()
+            del self._slots[id(slot.request)]
+            if slot.failure is not None:
+                out.append(self._close(slot.failure))
+                return out
+            out.append(Reply(slot.request, slot.data))
+        if self.closed is not None:
+            return out
+        if not self.reading_paused and len(self._outstanding) > self.max_outstanding:
+            self.reading_paused = True
+            out.append(PauseReading())
+        elif self.reading_paused and len(self._outstanding) <= self.max_outstanding // 2:
+            self.reading_paused = False
+            out.append(ResumeReading())
+        return out
 
     def _close(self, reason: str) -> Close:
         self.closed = reason

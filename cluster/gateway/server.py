@@ -1,32 +1,30 @@
 """The gateway's socket side: asyncio (uvloop inside Ray actors) moving bytes for KafkaConnection.
 
-Requests of one connection are dispatched concurrently (so a producer's pipelined requests
-batch into one Ray call) but answered strictly in request order, as Kafka clients require.
-Reading pauses while too many answers are outstanding on one connection.
+Requests of one connection are dispatched concurrently (so a producer's pipelined requests batch
+into one Ray call); the connection releases their answers in request order and says when to
+pause reading. This shell only feeds it bytes and answers, and writes what it releases.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from cluster.gateway.apis import ADMIN_API_KEY
 from cluster.gateway.connection import (
     Close,
     KafkaConnection,
+    PauseReading,
+    Reply,
     Request,
-    encode_admin_response,
-    encode_response,
+    ResumeReading,
 )
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Request], Awaitable[Any] | Any]
-MAX_OUTSTANDING = 256
 _connection_ids = itertools.count(1)
 
 
@@ -42,9 +40,8 @@ class KafkaProtocol(asyncio.Protocol):
         self._on_close = on_close
         self._id = next(_connection_ids)
         self._conn = KafkaConnection(max_request_bytes)
-        self._pending: collections.deque[tuple[Request, Any]] = collections.deque()
+        self._tasks: set[asyncio.Future] = set()
         self._transport: asyncio.Transport | None = None
-        self._paused = False
         self._stats = stats
         self._peer = ""
 
@@ -57,10 +54,9 @@ class KafkaProtocol(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._stats.connections -= 1
         self._transport = None
-        for _, outcome in self._pending:
-            if isinstance(outcome, asyncio.Future):
-                outcome.cancel()
-        self._pending.clear()
+        for task in list(self._tasks):
+            task.cancel()
+        self._tasks.clear()
         if self._on_close is not None:
             self._on_close(self._id)
 
@@ -69,9 +65,8 @@ class KafkaProtocol(asyncio.Protocol):
             if isinstance(event, Close):
                 self._stats.closed_for_bad_input += 1
                 log.warning("closing connection: %s", event.reason)
-                self._flush()
-                if self._transport is not None:
-                    self._transport.close()
+                self._send()
+                self._abort()
                 return
             self._stats.requests += 1
             event.client_host = self._peer
@@ -83,46 +78,43 @@ class KafkaProtocol(asyncio.Protocol):
                 self._abort()
                 return
             if asyncio.isfuture(outcome) or asyncio.iscoroutine(outcome):
-                outcome = asyncio.ensure_future(outcome)
-                outcome.add_done_callback(self._on_done)
-            self._pending.append((event, outcome))
-        self._flush()
-        if len(self._pending) > MAX_OUTSTANDING and not self._paused and self._transport is not None:
-            self._paused = True
-            self._transport.pause_reading()
-
-    def _on_done(self, _future: asyncio.Future) -> None:
-        self._flush()
-
-    def _flush(self) -> None:
-        while self._pending:
-            request, outcome = self._pending[0]
-            if isinstance(outcome, asyncio.Future):
-                if not outcome.done():
-                    break
-                if outcome.cancelled():
-                    self._pending.popleft()
-                    continue
-                if outcome.exception() is not None:
-                    log.error("handler of api %s failed", request.api_key, exc_info=outcome.exception())
-                    self._abort()
-                    return
-                outcome = outcome.result()
-            self._pending.popleft()
-            if outcome is None or self._transport is None:
-                continue  # e.g. Produce with acks=0 gets no answer
-            if request.api_key == ADMIN_API_KEY:
-                self._transport.write(encode_admin_response(request, outcome))
+                task = asyncio.ensure_future(outcome)
+                self._tasks.add(task)
+                task.add_done_callback(lambda done, request=event: self._answered(request, done))
             else:
-                self._transport.write(encode_response(request, outcome))
-            if request.after_reply is not None:
-                request.after_reply()
-        if self._paused and len(self._pending) <= MAX_OUTSTANDING // 2 and self._transport is not None:
-            self._paused = False
-            self._transport.resume_reading()
+                self._conn.respond(event, outcome)
+        self._send()
+
+    def _answered(self, request: Request, done: asyncio.Future) -> None:
+        self._tasks.discard(done)
+        if done.cancelled():
+            self._conn.respond(request, None)
+        elif done.exception() is not None:
+            log.error("handler of api %s failed", request.api_key, exc_info=done.exception())
+            self._conn.fail(request, f"handler of api {request.api_key} failed")
+        else:
+            self._conn.respond(request, done.result())
+        self._send()
+
+    def _send(self) -> None:
+        for event in self._conn.next_events():
+            if self._transport is None:
+                return
+            if isinstance(event, Reply):
+                if event.data is not None:
+                    self._transport.write(event.data)
+                if event.request.after_reply is not None:
+                    event.request.after_reply()
+            elif isinstance(event, PauseReading):
+                self._transport.pause_reading()
+            elif isinstance(event, ResumeReading):
+                self._transport.resume_reading()
+            elif isinstance(event, Close):
+                self._abort()
+                return
 
     def _abort(self) -> None:
-        # A handler bug: like Kafka's unexpected-error path, drop this connection, keep serving others.
+        # A handler bug or bad input: like Kafka, drop this connection and keep serving the others.
         if self._transport is not None:
             self._transport.close()
 

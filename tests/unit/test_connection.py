@@ -13,8 +13,17 @@ from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.serial import entity_reader, entity_writer
 
-from cluster.gateway.apis import SUPPORTED, ApiKey, build_response
-from cluster.gateway.connection import Close, KafkaConnection, Request, encode_response, unsupported_api_versions_response
+from cluster.gateway.apis import ADMIN_API_KEY, SUPPORTED, ApiKey, build_response
+from cluster.gateway.connection import (
+    Close,
+    KafkaConnection,
+    PauseReading,
+    Reply,
+    Request,
+    ResumeReading,
+    encode_response,
+    unsupported_api_versions_response,
+)
 
 
 def frame(api_key: int, version: int, body: object | None = None, correlation_id: int = 7, raw: bytes = b"") -> bytes:
@@ -110,3 +119,78 @@ def test_build_response_fills_version_specific_fields():
     )
     assert v1.brokers[0].host == "h" and not hasattr(v1, "cluster_id")
     assert v12.cluster_id == "c" and v12.controller_id == -1
+
+
+# -- answers in request order, and back-pressure ------------------------------------------------------
+
+
+def _requests(conn: KafkaConnection, n: int) -> list[Request]:
+    data = b"".join(frame(ApiKey.METADATA, 12, METADATA, correlation_id=i) for i in range(n))
+    return conn.receive(data)
+
+
+def _correlation_ids(events) -> list[int]:
+    return [struct.unpack_from(">i", e.data, 4)[0] for e in events if isinstance(e, Reply) and e.data is not None]
+
+
+def _metadata_response():
+    return build_response(ApiKey.METADATA, 12, {"brokers": [], "cluster_id": "c", "topics": []})
+
+
+def test_answers_are_released_in_request_order_whatever_order_they_complete_in():
+    conn = KafkaConnection()
+    first, second, third = _requests(conn, 3)
+    conn.respond(third, _metadata_response())
+    conn.respond(second, _metadata_response())
+    assert conn.next_events() == []  # the first is still being worked on
+    conn.respond(first, _metadata_response())
+    events = conn.next_events()
+    assert _correlation_ids(events) == [0, 1, 2] and conn.outstanding == 0
+
+
+def test_a_request_without_an_answer_releases_the_ones_behind_it():
+    conn = KafkaConnection()
+    produce_acks_0, metadata = _requests(conn, 2)
+    conn.respond(metadata, _metadata_response())
+    conn.respond(produce_acks_0, None)
+    events = conn.next_events()
+    assert [(e.request.correlation_id, e.data is None) for e in events] == [(0, True), (1, False)]
+
+
+def test_a_failed_handler_closes_after_the_answers_before_it():
+    conn = KafkaConnection()
+    ok, broken, later = _requests(conn, 3)
+    conn.respond(later, _metadata_response())
+    conn.fail(broken, "handler of api 3 failed")
+    conn.respond(ok, _metadata_response())
+    events = conn.next_events()
+    assert _correlation_ids(events) == [0] and isinstance(events[-1], Close)
+    assert conn.receive(frame(ApiKey.METADATA, 12, METADATA)) == []
+
+
+def test_an_answer_the_version_cannot_carry_closes_instead_of_raising():
+    conn = KafkaConnection()
+    (request,) = _requests(conn, 1)
+    conn.respond(request, object())
+    assert isinstance(conn.next_events()[-1], Close)
+
+
+def test_reading_pauses_above_the_outstanding_limit_and_resumes_at_half():
+    conn = KafkaConnection(max_outstanding=4)
+    requests = _requests(conn, 5)
+    assert conn.next_events() == [PauseReading()] and conn.reading_paused
+    assert conn.next_events() == []  # said once
+    for r in requests[:2]:
+        conn.respond(r, _metadata_response())
+    assert [type(e) for e in conn.next_events()] == [Reply, Reply]  # 3 left: above half
+    conn.respond(requests[2], _metadata_response())
+    assert [type(e) for e in conn.next_events()] == [Reply, ResumeReading] and not conn.reading_paused
+
+
+def test_admin_answers_are_framed_as_admin_responses():
+    conn = KafkaConnection()
+    body = struct.pack(">hhih", ADMIN_API_KEY, 0, 42, -1) + b"\x80"
+    (request,) = conn.receive(struct.pack(">i", len(body)) + body)
+    conn.respond(request, b"\x81\xa2ok\xc3")
+    (reply,) = conn.next_events()
+    assert reply.data == struct.pack(">ii", 4 + 5, 42) + b"\x81\xa2ok\xc3"

@@ -52,3 +52,53 @@ def test_an_action_after_the_reply_runs_once_that_reply_is_written_and_in_order(
         return log
 
     assert asyncio.run(scenario()) == ["wrote 1", "wrote 2", "after 2"]
+
+
+def test_a_failed_handler_drops_only_its_connection_after_the_answers_before_it():
+    async def scenario() -> list[str]:
+        log: list[str] = []
+
+        async def broken():
+            raise RuntimeError("bug")
+
+        def dispatch(request):
+            return broken() if request.correlation_id == 2 else msgpack.packb({"ok": True})
+
+        protocol = KafkaProtocol(dispatch, 1 << 20, ServerStats())
+        protocol.connection_made(RecordingTransport(log))
+        protocol.data_received(admin_frame(1, "status") + admin_frame(2, "status") + admin_frame(3, "status"))
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return log
+
+    assert asyncio.run(scenario()) == ["wrote 1", "closed"]
+
+
+def test_reading_pauses_while_too_many_answers_are_outstanding():
+    class PausingTransport(RecordingTransport):
+        def pause_reading(self) -> None:
+            self.log.append("pause")
+
+        def resume_reading(self) -> None:
+            self.log.append("resume")
+
+    async def scenario() -> list[str]:
+        log: list[str] = []
+        loop = asyncio.get_running_loop()
+        waiting = []
+
+        def dispatch(request):
+            waiting.append(loop.create_future())
+            return waiting[-1]
+
+        protocol = KafkaProtocol(dispatch, 1 << 20, ServerStats())
+        protocol._conn.max_outstanding = 2
+        protocol.connection_made(PausingTransport(log))
+        protocol.data_received(b"".join(admin_frame(i, "status") for i in range(3)))
+        assert log == ["pause"]
+        for future in waiting:
+            future.set_result(msgpack.packb({"ok": True}))
+        await asyncio.sleep(0)
+        return log
+
+    assert asyncio.run(scenario()) == ["pause", "wrote 0", "wrote 1", "resume", "wrote 2"]
