@@ -1,4 +1,4 @@
-"""cluster/log.py: offsets, reads, recovery of torn and corrupt tails, full disks, compaction."""
+"""cluster/log/: offsets, reads, recovery of torn and corrupt tails, full disks, compaction."""
 
 from __future__ import annotations
 

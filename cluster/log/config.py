@@ -1,0 +1,25 @@
+"""A log's settings: segment size, when bytes reach the disk, compaction."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class FlushPolicy(enum.Enum):
+    """`raygroups.log.flush`: when an append's bytes reach the disk.
+
+    BATCH: fsync once per append call (one group commit), so an acknowledged write survives a power loss.
+    NONE: page cache only; survives a process kill, not a power loss.
+    """
+
+    BATCH = "batch"
+    NONE = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    segment_bytes: int = 64 * 1024 * 1024
+    flush: FlushPolicy = FlushPolicy.BATCH
+    compacted: bool = False
+    tombstone_retention_ms: int = 24 * 3600 * 1000

@@ -1,0 +1,312 @@
+"""PartitionLog: one partition's segmented, checksummed, append-only log (SPEC.md §4).
+
+Threads: mutating calls (append, compact, close, delete) come one at a time, possibly from a worker
+thread, while reads (read, batches, offset_for_timestamp, max_timestamp_batch, the properties) may
+run concurrently on another thread. Nothing takes a lock; instead
+- bytes are written (and fsynced, with flush=batch) before the index entries that describe them,
+  and the index entries before `end_offset`, so a reader never sees an offset it cannot read;
+- a segment's `count` is the reader's bound into its index arrays (appends grow the arrays first);
+- the segment list is replaced, never mutated, and readers take one snapshot of it;
+- a segment's file is closed only by garbage collection of its last holder (or by close()), so a
+  reader still walking a segment that compaction replaced keeps reading the old inode.
+The exception is batches() finding a corrupt batch open() trusted: it cuts the log, a mutation,
+so the replay that calls it runs where mutating calls may (before the log is shared, or compact()).
+"""
+
+from __future__ import annotations
+
+import logging
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from cluster import recordbatch
+from cluster.log import reads
+from cluster.log.checkpoint import Checkpoint, write_checkpoint
+from cluster.log.compaction import CompactionReport, compact_segments, latest_offsets
+from cluster.log.config import FlushPolicy, LogConfig
+from cluster.log.errors import LogError, LogWriteError, OffsetOutOfRange, write_error
+from cluster.log.files import ChunkReader, FileOps, LogFiles, open_file, remove_directory
+from cluster.log.format import FILE_HEADER_SIZE, file_header, segment_name
+from cluster.log.recovery import NOTHING_FOUND, Recovery, RecoveryReport, crc_matches, plan_cut, remove_cut
+from cluster.log.segment import Segment
+from cluster.recordbatch import BatchHeader
+
+log = logging.getLogger(__name__)
+
+
+class PartitionLog:
+    """One partition's log; see the module docstring for the threading rules."""
+
+    def __init__(self, directory: Path, config: LogConfig, file_ops: FileOps, segments: list[Segment]) -> None:
+        self.directory = directory
+        self.config = config
+        self._files = LogFiles(directory, file_ops)
+        self._segments = segments
+        self.end_offset = segments[-1].end_offset
+        self.recovery: RecoveryReport = NOTHING_FOUND
+        # The recovery point open() trusted: batches it covers had no CRC check yet; batches() does it.
+        self._unverified: Checkpoint | None = None
+        self._failed: LogWriteError | None = None
+        self._closed = False
+
+    @classmethod
+    def open(cls, directory: Path, config: LogConfig = LogConfig(), file_ops: FileOps | None = None) -> PartitionLog:
+        directory = Path(directory)
+        files = LogFiles(directory, file_ops or FileOps())
+        recovery = Recovery(files, config)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            segments, report = recovery.run()
+        except OSError as exc:  # a disk that cannot even be read or repaired: a storage error
+            raise write_error(f"opening {directory}", exc) from exc
+        partition_log = cls(directory, config, files.ops, segments)
+        partition_log.recovery = report
+        partition_log._unverified = recovery.checkpoint
+        if report.truncated:
+            log.warning("%s: %s", directory, report.reason)
+        return partition_log
+
+    # -- properties ------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._segments[0].base_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    @property
+    def failed(self) -> bool:
+        return self._failed is not None
+
+    # -- appending -------------------------------------------------------------------------
+
+    def append(self, batches: Sequence[bytearray], leader_epoch: int) -> list[int]:
+        """Assign offsets to `batches` (patched in place), write them durably, return their base offsets."""
+        self._check_writable()
+        if not batches:
+            return []
+        headers: list[BatchHeader] = []
+        for batch in batches:
+            header = recordbatch.parse_header(batch)
+            if header.size != len(batch) or header.last_offset_delta < 0:
+                raise ValueError("append() takes whole record batches, one per element")
+            headers.append(header)
+        total = sum(len(batch) for batch in batches)
+
+        active = self._segments[-1]
+        roll = active.count > 0 and active.size + total > self.config.segment_bytes
+        next_offset = self.end_offset
+        base_offsets: list[int] = []
+        patched: list[BatchHeader] = []
+        for batch, header in zip(batches, headers):
+            recordbatch.assign_offset(batch, next_offset, leader_epoch)
+            base_offsets.append(next_offset)
+            patched.append(replace(header, base_offset=next_offset))
+            next_offset += header.last_offset_delta + 1
+        payload = b"".join(batches)
+
+        if roll:
+            segment = self._write_new_segment(self.end_offset, payload)
+            segments = [*self._segments, segment]
+            start = FILE_HEADER_SIZE
+        else:
+            segment = active
+            self._write_to_active(segment, payload)
+            segments = self._segments
+            start = segment.size
+
+        position = start
+        for header in patched:
+            segment.add(header, position)
+            position += header.size
+        segment.publish(position)
+        self._segments = segments
+        self.end_offset = next_offset
+        return base_offsets
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise LogError(f"log {self.directory} is closed")
+        if self._failed is not None:
+            message = f"log {self.directory} failed earlier and must be reopened: {self._failed}"
+            raise LogWriteError(message, self._failed.errno)
+
+    def _write_to_active(self, segment: Segment, payload: bytes) -> None:
+        fd = segment.file.fd
+        try:
+            self._files.write_all(fd, payload)
+            if self.config.flush is FlushPolicy.BATCH:
+                self._files.fsync(fd)
+        except OSError as exc:
+            error = write_error(f"append to {segment.path.name}", exc)
+            try:
+                self._files.truncate(fd, segment.size)
+            except OSError as truncate_exc:
+                # The file may now hold bytes the index does not: refuse writes until a reopen lets
+                # recovery (which CRC-checks everything past the last clean close) cut them.
+                action = f"truncating {segment.path.name} after a failed append"
+                self._failed = write_error(action, truncate_exc)
+                log.error("%s: %s; the log refuses appends until reopened", self.directory, self._failed)
+            raise error from exc
+
+    def _write_new_segment(self, base_offset: int, payload: bytes) -> Segment:
+        """A new segment holding payload, fully written before anyone can see it; removed on failure."""
+        path = self.directory / segment_name(base_offset)
+        try:
+            file = open_file(path, truncate=True)
+        except OSError as exc:
+            raise write_error(f"create {path.name}", exc) from exc
+        try:
+            self._files.write_all(file.fd, file_header() + payload)
+            if self.config.flush is FlushPolicy.BATCH:
+                self._files.fsync(file.fd)
+                self._files.fsync_directory()
+        except OSError as exc:
+            file.close()
+            try:
+                path.unlink()
+            except OSError:
+                pass  # an empty or partial last segment is cleaned by recovery
+            raise write_error(f"roll to {path.name}", exc) from exc
+        return Segment(base_offset, path, file, FILE_HEADER_SIZE)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches from one segment, from the one holding `offset` (KIP-74: at least one batch)."""
+        end = self.end_offset
+        segments = self._segments
+        if offset < segments[0].base_offset or offset > end:
+            raise OffsetOutOfRange(
+                f"offset {offset} outside [{segments[0].base_offset}, {end}] of {self.directory.name}"
+            )
+        if offset == end:
+            return b""
+        return reads.read_from(segments, end, offset, max_bytes)
+
+    def batches(self, from_offset: int = 0) -> Iterator[bytes]:
+        """Every batch ending at or after from_offset, in order (the replay path).
+
+        open() trusted the bytes below the recovery point without a CRC check; this is where they
+        are checked, because replay reads them anyway. The first that fails is handled as open()
+        handles a corrupt batch: the log is cut there, the cut is added to `recovery`, and the
+        iteration ends at the cut.
+        """
+        end = self.end_offset
+        unverified = self._unverified
+        segments = self._segments
+        for segment in segments:
+            count = segment.count
+            i = bisect_left(segment.last_offsets, from_offset, 0, count)
+            if i == count:
+                continue
+            reader = ChunkReader(segment.file.fd, segment.size)
+            for j in range(i, count):
+                if segment.base_offsets[j] >= end:
+                    return
+                position, size = segment.positions[j], segment.sizes[j]
+                view = reader.view(position, size)
+                if unverified is not None and unverified.covers(segment.base_offset, position + size):
+                    if not crc_matches(view):
+                        self._cut_at(segment, j, "CRC mismatch")
+                        return
+                yield bytes(view)
+        if from_offset <= segments[0].base_offset:
+            self._unverified = None  # every batch has been checked once: later reads skip the CRCs
+
+    def _cut_at(self, segment: Segment, index: int, problem: str) -> None:
+        """Cut the log before batch `index` of segment, as recovery at open cuts a corrupt tail."""
+        if segment not in self._segments:
+            return  # a compaction replaced it, and its own read of this batch made the cut
+        cut = plan_cut(self._segments, segment, index, problem, self.recovery)
+        # Lower end_offset first: a concurrent reader bounded by it never reaches the cut bytes.
+        self.end_offset = cut.end_offset
+        self._segments = cut.segments
+        self.recovery = cut.report
+        log.warning("%s: %s", self.directory, cut.reason)
+        try:
+            remove_cut(self._files, cut)
+        except OSError as exc:
+            # The files may still hold the corrupt bytes: no appends after them, and no recovery
+            # point at close, so the next open verifies (and cuts) everything.
+            self._failed = write_error(f"cutting {segment.path.name} at byte {cut.position}", exc)
+            raise self._failed from exc
+
+    def batch_headers(self) -> Iterator[BatchHeader]:
+        """The 61-byte header of every batch, in order, without the records (producer state rebuild)."""
+        return reads.batch_headers(self._segments, self.end_offset)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> bytes | None:
+        """The first batch whose max_timestamp >= timestamp_ms (ListOffsets by time), or None."""
+        return reads.offset_for_timestamp(self._segments, self.end_offset, timestamp_ms)
+
+    def max_timestamp_batch(self) -> bytes | None:
+        """The first batch with the largest max_timestamp (ListOffsets MAX_TIMESTAMP), or None."""
+        return reads.max_timestamp_batch(self._segments, self.end_offset)
+
+    # -- compaction ------------------------------------------------------------------------
+
+    def compact(self, now_ms: int) -> CompactionReport:
+        """Rewrite every closed segment into one keeping the latest record per key (compaction.py)."""
+        if not self.config.compacted:
+            raise LogError(f"log {self.directory} is not compacted")
+        self._check_writable()
+        if len(self._segments) < 2:
+            return CompactionReport(0, 0, 0, 0, 0)
+        # Before the segments are taken: this read may cut the log at a corrupt batch.
+        latest = latest_offsets(self.batches())
+        segments = self._segments
+        closed = segments[:-1]
+        if not closed:
+            return CompactionReport(0, 0, 0, 0, 0)
+        horizon = now_ms - self.config.tombstone_retention_ms
+        cleaned, report = compact_segments(self._files, closed, latest, horizon)
+        self._segments = [cleaned, segments[-1]]
+        for segment in closed[1:]:
+            try:
+                segment.path.unlink()
+            except OSError:
+                log.warning("could not remove %s after compaction; recovery will", segment.path, exc_info=True)
+        try:
+            self._files.fsync_directory()
+        except OSError:
+            log.warning("fsync of %s after compaction failed", self.directory, exc_info=True)
+        return report
+
+    # -- closing ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush, leave a recovery point so the next open skips CRC checks of what is here, close files.
+
+        Never raises for a failed flush: the checkpoint is an optimisation and is skipped.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        segments = self._segments
+        if self._failed is None:
+            try:
+                if self.config.flush is FlushPolicy.NONE:  # with flush=batch every append already was
+                    for segment in segments:
+                        self._files.fsync(segment.file.fd)
+                write_checkpoint(self._files, Checkpoint(segments[-1].base_offset, segments[-1].size))
+            except OSError:
+                log.warning("%s: no recovery point written; next open verifies everything", self.directory,
+                            exc_info=True)
+        for segment in segments:
+            segment.file.close()
+
+    def delete(self) -> None:
+        """Close without a checkpoint and remove the directory (DeleteTopics)."""
+        self._closed = True
+        for segment in self._segments:
+            segment.file.close()
+        remove_directory(self.directory)
