@@ -1,384 +1,61 @@
-"""Record types of the group coordinator shard (`__consumer_offsets`), made only by the factories here.
+"""The group coordinator shard's codec (`__consumer_offsets`): classic and share record types.
 
-Durable (Kafka's own record types):
-- GroupMetadata: a classic group's generation, protocol, leader and members with their
-  subscription and assignment; written when a generation's assignment is stored (leader's
-  SyncGroup), when a group is created or becomes Empty, and when a static member is replaced.
-- OffsetCommit: one committed offset per (group, topic, partition); a tombstone removes it.
-
-Durable share-group records (Kafka's ShareGroup* types) are described with their definitions below.
-
-Transient (replayed, never written, lost on failover as in Kafka): ClassicGroupState installs the
-in-memory copy of a classic group that an operation built (who waits in JoinGroup/SyncGroup, the
-rebalance in progress). State therefore changes only by replay, and loading is the same path.
+Each group kind keeps its records next to its replay (coordinator/classic/records.py,
+coordinator/share/records.py); this module only puts them in one codec, and re-exports them for
+code outside coordinator/ that reads the log.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-from uuid import UUID
-
-from kernel.codec import Record, RecordCodec
-
-if TYPE_CHECKING:  # pragma: no cover
-    from coordinator.classic.group import ClassicGroup
-    from coordinator.share.group import InitMapValue, ShareGroupMember
-
-
-@dataclass(frozen=True, slots=True)
-class GroupMetadataKey:
-    group_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class MemberMetadata:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
-    subscription: bytes
-    assignment: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class GroupMetadataValue:
-    protocol_type: str
-    generation: int
-    protocol: str | None
-    leader: str | None
-    current_state_timestamp: int
-    members: tuple[MemberMetadata, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetCommitKey:
-    group_id: str
-    topic: str
-    partition: int
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetCommitValue:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp: int
-    expire_timestamp: int = -1  # only OffsetCommit v1 set it; kept for old logs' sake
-
-
-@dataclass(frozen=True, slots=True)
-class ClassicGroupStateKey:
-    group_id: str
-
+from coordinator.classic import records as classic_records
+from coordinator.share import records as share_records
+from coordinator.classic.records import (  # noqa: F401  (re-exported: one place to import records from)
+    GroupMetadataKey,
+    MemberMetadata,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    ClassicGroupStateKey,
+    group_metadata_record,
+    empty_group_metadata_record,
+    group_tombstone,
+    offset_commit_record,
+    offset_tombstone,
+    classic_group_state,
+)
+from coordinator.share.records import (  # noqa: F401  (re-exported: one place to import records from)
+    ShareGroupMetadataKey,
+    ShareGroupMetadataValue,
+    ShareGroupMemberMetadataKey,
+    ShareGroupMemberMetadataValue,
+    ShareGroupTargetAssignmentMetadataKey,
+    ShareGroupTargetAssignmentMetadataValue,
+    ShareTopicPartitions,
+    ShareGroupTargetAssignmentMemberKey,
+    ShareGroupTargetAssignmentMemberValue,
+    ShareGroupCurrentMemberAssignmentKey,
+    ShareGroupCurrentMemberAssignmentValue,
+    ShareGroupStatePartitionMetadataKey,
+    ShareTopicPartitionsInfo,
+    ShareTopicInfo,
+    ShareGroupStatePartitionMetadataValue,
+    share_group_epoch_record,
+    share_group_epoch_tombstone,
+    share_member_subscription_record,
+    share_member_subscription_tombstone,
+    share_target_assignment_record,
+    share_target_assignment_tombstone,
+    share_target_assignment_epoch_record,
+    share_target_assignment_epoch_tombstone,
+    share_current_assignment_record,
+    share_current_assignment_tombstone,
+    share_state_partition_metadata_record,
+    share_state_partition_metadata_tombstone,
+    SHARE_GROUP_KEYS,
+    ShareAssignment,
+)
+from kernel.codec import RecordCodec
 
 CODEC = RecordCodec("group-coordinator")
-CODEC.register(GroupMetadataKey, GroupMetadataValue, name="GroupMetadata")
-CODEC.register(OffsetCommitKey, OffsetCommitValue, name="OffsetCommit")
-CODEC.register(ClassicGroupStateKey, None, name="ClassicGroupState", transient=True)
-
-
-# -- factories --------------------------------------------------------------------------------------
-
-
-def group_metadata_record(group: "ClassicGroup", assignment: dict[str, bytes]) -> Record:
-    """Kafka's newGroupMetadataRecord: the group with each member's subscription and assignment."""
-    members = tuple(
-        MemberMetadata(
-            member_id=m.member_id,
-            group_instance_id=m.group_instance_id,
-            client_id=m.client_id,
-            client_host=m.client_host,
-            rebalance_timeout_ms=m.rebalance_timeout_ms,
-            session_timeout_ms=m.session_timeout_ms,
-            subscription=m.metadata(group.protocol_name),
-            assignment=assignment.get(m.member_id, b""),
-        )
-        for m in group.members.values()
-    )
-    return Record(
-        GroupMetadataKey(group.group_id),
-        GroupMetadataValue(
-            protocol_type=group.protocol_type or "",
-            generation=group.generation_id,
-            protocol=group.protocol_name,
-            leader=group.leader_id,
-            current_state_timestamp=group.state_timestamp,
-            members=members,
-        ),
-    )
-
-
-def empty_group_metadata_record(group: "ClassicGroup") -> Record:
-    """Kafka's newEmptyGroupMetadataRecord: commits a newly created group to the log."""
-    return Record(
-        GroupMetadataKey(group.group_id),
-        GroupMetadataValue(
-            protocol_type=group.protocol_type or "",
-            generation=0,
-            protocol=None,
-            leader=None,
-            current_state_timestamp=group.state_timestamp,
-        ),
-    )
-
-
-def group_tombstone(group_id: str) -> Record:
-    return Record(GroupMetadataKey(group_id), None)
-
-
-def offset_commit_record(
-    group_id: str,
-    topic: str,
-    partition: int,
-    offset: int,
-    leader_epoch: int,
-    metadata: str,
-    commit_timestamp: int,
-    expire_timestamp: int = -1,
-) -> Record:
-    return Record(
-        OffsetCommitKey(group_id, topic, partition),
-        OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp),
-    )
-
-
-def offset_tombstone(group_id: str, topic: str, partition: int) -> Record:
-    return Record(OffsetCommitKey(group_id, topic, partition), None)
-
-
-def classic_group_state(group_id: str, group: "ClassicGroup | None") -> Record:
-    value: Any = group
-    return Record(ClassicGroupStateKey(group_id), value)
-
-
-# -- share groups (KIP-932; Kafka's ShareGroup*Key/Value schemas) ------------------------------------
-#
-# Everything about a share group is durable, so replaying these records alone rebuilds it:
-# - ShareGroupMetadata: the group epoch and the hash of the subscribed topics' metadata.
-# - ShareGroupMemberMetadata: a member's rack, client id and host, and subscribed topic names.
-# - ShareGroupTargetAssignmentMetadata: the epoch of the target assignment.
-# - ShareGroupTargetAssignmentMember: a member's target partitions.
-# - ShareGroupCurrentMemberAssignment: a member's epoch, previous epoch, state and assigned partitions.
-# - ShareGroupStatePartitionMetadata: which share partitions of the group have their share state
-#   initializing, initialized or being deleted on the share coordinators. The create timestamp of an
-#   initializing topic is Kafka's `CreateTimestamp` (newer schema), so the initialization retry
-#   interval survives a failover and replay is exact.
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupMetadataKey:
-    group_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupMetadataValue:
-    epoch: int
-    metadata_hash: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupMemberMetadataKey:
-    group_id: str
-    member_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupMemberMetadataValue:
-    rack_id: str | None
-    client_id: str
-    client_host: str
-    subscribed_topic_names: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupTargetAssignmentMetadataKey:
-    group_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupTargetAssignmentMetadataValue:
-    assignment_epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class ShareTopicPartitions:
-    topic_id: UUID
-    partitions: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupTargetAssignmentMemberKey:
-    group_id: str
-    member_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupTargetAssignmentMemberValue:
-    topic_partitions: tuple[ShareTopicPartitions, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupCurrentMemberAssignmentKey:
-    group_id: str
-    member_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupCurrentMemberAssignmentValue:
-    member_epoch: int
-    previous_member_epoch: int
-    state: int  # Kafka's MemberState value; share members are always STABLE (0)
-    assigned_partitions: tuple[ShareTopicPartitions, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupStatePartitionMetadataKey:
-    group_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ShareTopicPartitionsInfo:
-    topic_id: UUID
-    topic_name: str
-    partitions: tuple[int, ...]
-    create_timestamp: int = -1
-
-
-@dataclass(frozen=True, slots=True)
-class ShareTopicInfo:
-    topic_id: UUID
-    topic_name: str
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupStatePartitionMetadataValue:
-    initializing_topics: tuple[ShareTopicPartitionsInfo, ...] = ()
-    initialized_topics: tuple[ShareTopicPartitionsInfo, ...] = ()
-    deleting_topics: tuple[ShareTopicInfo, ...] = ()
-
-
-CODEC.register(ShareGroupMetadataKey, ShareGroupMetadataValue, name="ShareGroupMetadata")
-CODEC.register(ShareGroupMemberMetadataKey, ShareGroupMemberMetadataValue, name="ShareGroupMemberMetadata")
-CODEC.register(
-    ShareGroupTargetAssignmentMetadataKey, ShareGroupTargetAssignmentMetadataValue, name="ShareGroupTargetAssignmentMetadata"
-)
-CODEC.register(
-    ShareGroupTargetAssignmentMemberKey, ShareGroupTargetAssignmentMemberValue, name="ShareGroupTargetAssignmentMember"
-)
-CODEC.register(
-    ShareGroupCurrentMemberAssignmentKey, ShareGroupCurrentMemberAssignmentValue, name="ShareGroupCurrentMemberAssignment"
-)
-CODEC.register(
-    ShareGroupStatePartitionMetadataKey, ShareGroupStatePartitionMetadataValue, name="ShareGroupStatePartitionMetadata"
-)
-
-SHARE_GROUP_KEYS = (
-    ShareGroupMetadataKey,
-    ShareGroupMemberMetadataKey,
-    ShareGroupTargetAssignmentMetadataKey,
-    ShareGroupTargetAssignmentMemberKey,
-    ShareGroupCurrentMemberAssignmentKey,
-    ShareGroupStatePartitionMetadataKey,
-)
-
-ShareAssignment = Mapping[UUID, Iterable[int]]  # topic id -> partitions
-
-
-def _topic_partitions(partitions: ShareAssignment) -> tuple[ShareTopicPartitions, ...]:
-    """Sorted by topic id and partition, so equal assignments make equal records."""
-    return tuple(
-        ShareTopicPartitions(topic_id, tuple(sorted(ps))) for topic_id, ps in sorted(partitions.items()) if ps
-    )
-
-
-def _topic_partitions_info(topics: Mapping[UUID, "InitMapValue"]) -> tuple[ShareTopicPartitionsInfo, ...]:
-    return tuple(
-        ShareTopicPartitionsInfo(topic_id, v.name, tuple(sorted(v.partitions)), v.timestamp)
-        for topic_id, v in sorted(topics.items())
-    )
-
-
-def share_group_epoch_record(group_id: str, epoch: int, metadata_hash: int) -> Record:
-    """Kafka's newShareGroupEpochRecord."""
-    return Record(ShareGroupMetadataKey(group_id), ShareGroupMetadataValue(epoch, metadata_hash))
-
-
-def share_group_epoch_tombstone(group_id: str) -> Record:
-    return Record(ShareGroupMetadataKey(group_id), None)
-
-
-def share_member_subscription_record(group_id: str, member: "ShareGroupMember") -> Record:
-    """Kafka's newShareGroupMemberSubscriptionRecord (topic names sorted, as Kafka sorts them)."""
-    return Record(
-        ShareGroupMemberMetadataKey(group_id, member.member_id),
-        ShareGroupMemberMetadataValue(
-            rack_id=member.rack_id,
-            client_id=member.client_id,
-            client_host=member.client_host,
-            subscribed_topic_names=tuple(sorted(member.subscribed_topic_names)),
-        ),
-    )
-
-
-def share_member_subscription_tombstone(group_id: str, member_id: str) -> Record:
-    return Record(ShareGroupMemberMetadataKey(group_id, member_id), None)
-
-
-def share_target_assignment_record(group_id: str, member_id: str, partitions: ShareAssignment) -> Record:
-    return Record(
-        ShareGroupTargetAssignmentMemberKey(group_id, member_id),
-        ShareGroupTargetAssignmentMemberValue(_topic_partitions(partitions)),
-    )
-
-
-def share_target_assignment_tombstone(group_id: str, member_id: str) -> Record:
-    return Record(ShareGroupTargetAssignmentMemberKey(group_id, member_id), None)
-
-
-def share_target_assignment_epoch_record(group_id: str, assignment_epoch: int) -> Record:
-    return Record(ShareGroupTargetAssignmentMetadataKey(group_id), ShareGroupTargetAssignmentMetadataValue(assignment_epoch))
-
-
-def share_target_assignment_epoch_tombstone(group_id: str) -> Record:
-    return Record(ShareGroupTargetAssignmentMetadataKey(group_id), None)
-
-
-def share_current_assignment_record(group_id: str, member: "ShareGroupMember") -> Record:
-    return Record(
-        ShareGroupCurrentMemberAssignmentKey(group_id, member.member_id),
-        ShareGroupCurrentMemberAssignmentValue(
-            member_epoch=member.member_epoch,
-            previous_member_epoch=member.previous_member_epoch,
-            state=int(member.state),
-            assigned_partitions=_topic_partitions(member.assigned_partitions),
-        ),
-    )
-
-
-def share_current_assignment_tombstone(group_id: str, member_id: str) -> Record:
-    return Record(ShareGroupCurrentMemberAssignmentKey(group_id, member_id), None)
-
-
-def share_state_partition_metadata_record(
-    group_id: str,
-    initializing: Mapping[UUID, "InitMapValue"],
-    initialized: Mapping[UUID, "InitMapValue"],
-    deleting: Mapping[UUID, str],
-) -> Record:
-    """Kafka's newShareGroupStatePartitionMetadataRecord: topic id -> (name, partitions, timestamp)."""
-    return Record(
-        ShareGroupStatePartitionMetadataKey(group_id),
-        ShareGroupStatePartitionMetadataValue(
-            initializing_topics=_topic_partitions_info(initializing),
-            initialized_topics=_topic_partitions_info(initialized),
-            deleting_topics=tuple(ShareTopicInfo(topic_id, name) for topic_id, name in sorted(deleting.items())),
-        ),
-    )
-
-
-def share_state_partition_metadata_tombstone(group_id: str) -> Record:
-    return Record(ShareGroupStatePartitionMetadataKey(group_id), None)
+classic_records.register(CODEC)
+share_records.register(CODEC)

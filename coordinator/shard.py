@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.classic import admin, heartbeat_leave, join, offsets, rebalance, sync
+from coordinator import admin
+from coordinator.classic import admin as classic_admin
+from coordinator.classic import heartbeat_leave, join, offsets, rebalance, sync
 from coordinator.classic.group import ClassicGroup, ClassicMember
 from coordinator.classic.messages import (
     DeletedGroup,
@@ -27,20 +29,14 @@ from coordinator.classic.state import ClassicGroupState as S
 from kernel.clock import Clock
 from kernel.codec import Record
 from coordinator.config import GroupCoordinatorConfig
-from coordinator.records import (
-    SHARE_GROUP_KEYS,
-    ClassicGroupStateKey,
-    GroupMetadataKey,
-    GroupMetadataValue,
-    OffsetCommitKey,
-    OffsetCommitValue,
-)
+from coordinator.group import Group
+from coordinator.classic.records import ClassicGroupStateKey, GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue
+from coordinator.share.records import SHARE_GROUP_KEYS
 from kernel.result import RequestToken, Result
 from coordinator.share import admin as share_admin
 from coordinator.share import group as share_group
 from coordinator.share import heartbeat as share_heartbeat
 from coordinator.share import share_state
-from coordinator.share.group import ShareGroup
 from coordinator.share.messages import (
     DescribedShareGroup,
     ShareGroupHeartbeatRequest,
@@ -52,7 +48,7 @@ from coordinator.share.messages import (
 from coordinator.share.metadata import EMPTY_IMAGE, TopicsImage
 from kernel.snapshot import TouchedKeys
 from kernel.timer import Schedule, ShardCall
-from coordinator.txn import Txn
+from coordinator.context import OperationContext
 
 OFFSETS_CLEANUP_KEY = ("offsets-cleanup",)
 
@@ -71,7 +67,7 @@ class GroupCoordinatorShard:
         self.config = config
         # Kafka: clientId (or group.instance.id) + "-" + a random UUID. Injected: tests pass a counter.
         self.new_member_id = new_member_id
-        self.groups: dict[str, Any] = {}
+        self.groups: dict[str, Group] = {}
         self.offsets: dict[str, dict[tuple[str, int], OffsetCommitValue]] = {}
         # The cluster's topic metadata (Kafka's metadata image): given by update_topics, not logged.
         self.topics_image: TopicsImage = EMPTY_IMAGE
@@ -81,68 +77,68 @@ class GroupCoordinatorShard:
     # -- classic group operations ----------------------------------------------------------------
 
     def join_group(self, req: JoinGroupRequest, token: RequestToken) -> Result:
-        txn = Txn(self, token)
-        return txn.result(join.join_group(txn, req, token))
+        ctx = OperationContext(self, token)
+        return ctx.result(join.join_group(ctx, req, token))
 
     def sync_group(self, req: SyncGroupRequest, token: RequestToken) -> Result:
-        txn = Txn(self, token)
-        return txn.result(sync.sync_group(txn, req, token))
+        ctx = OperationContext(self, token)
+        return ctx.result(sync.sync_group(ctx, req, token))
 
     def heartbeat(self, req: HeartbeatRequest, token: RequestToken | None = None) -> Result:
-        txn = Txn(self, token)
-        return txn.result(heartbeat_leave.heartbeat(txn, req))
+        ctx = OperationContext(self, token)
+        return ctx.result(heartbeat_leave.heartbeat(ctx, req))
 
     def leave_group(self, req: LeaveGroupRequest, token: RequestToken | None = None) -> Result:
-        txn = Txn(self, token)
-        return txn.result(heartbeat_leave.leave_group(txn, req))
+        ctx = OperationContext(self, token)
+        return ctx.result(heartbeat_leave.leave_group(ctx, req))
 
     def commit_offsets(self, req: OffsetCommitRequest, token: RequestToken | None = None) -> Result:
-        txn = Txn(self, token)
-        return txn.result(offsets.commit_offsets(txn, req))
+        ctx = OperationContext(self, token)
+        return ctx.result(offsets.commit_offsets(ctx, req))
 
     def fetch_offsets(self, req: OffsetFetchRequest, token: RequestToken | None = None) -> Result:
-        txn = Txn(self, token)
-        return txn.result(offsets.fetch_offsets(txn, req))
+        ctx = OperationContext(self, token)
+        return ctx.result(offsets.fetch_offsets(ctx, req))
 
     def describe_groups(self, group_ids: tuple[str, ...], token: RequestToken | None = None) -> Result:
-        txn = Txn(self, token)
-        described: list[DescribedGroup] = [admin.describe_group(txn, g) for g in group_ids]
-        return txn.result(described)
+        ctx = OperationContext(self, token)
+        described: list[DescribedGroup] = [classic_admin.describe_group(ctx, g) for g in group_ids]
+        return ctx.result(described)
 
     def list_groups(
         self, states: tuple[str, ...] = (), types: tuple[str, ...] = (), token: RequestToken | None = None
     ) -> Result:
-        txn = Txn(self, token)
-        listed: list[ListedGroup] = admin.list_groups(txn, states, types)
-        return txn.result(listed)
+        ctx = OperationContext(self, token)
+        listed: list[ListedGroup] = admin.list_groups(ctx, states, types)
+        return ctx.result(listed)
 
     def delete_groups(self, group_ids: tuple[str, ...], token: RequestToken | None = None) -> Result:
-        txn = Txn(self, token)
-        deleted: list[DeletedGroup] = [admin.delete_group(txn, g) for g in group_ids]
-        return txn.result(deleted)
+        ctx = OperationContext(self, token)
+        deleted: list[DeletedGroup] = [admin.delete_group(ctx, g) for g in group_ids]
+        return ctx.result(deleted)
 
     # -- share group operations (coordinator/share/) -------------------------------------------------
 
     def share_group_heartbeat(self, req: ShareGroupHeartbeatRequest, token: RequestToken | None = None) -> Result:
-        txn = Txn(self, token)
-        outcome: ShareHeartbeatOutcome = share_heartbeat.share_group_heartbeat(txn, req)
-        return txn.result(outcome)
+        ctx = OperationContext(self, token)
+        outcome: ShareHeartbeatOutcome = share_heartbeat.share_group_heartbeat(ctx, req)
+        return ctx.result(outcome)
 
     def share_state_initialized(
         self, group_id: str, results: tuple[ShareStateInitResult, ...], token: RequestToken | None = None
     ) -> Result:
-        txn = Txn(self, token)
-        share_state.share_state_initialized(txn, group_id, results)
-        return txn.result()
+        ctx = OperationContext(self, token)
+        share_state.share_state_initialized(ctx, group_id, results)
+        return ctx.result()
 
     def share_group_describe(self, group_ids: tuple[str, ...], token: RequestToken | None = None) -> Result:
-        txn = Txn(self, token)
-        described: list[DescribedShareGroup] = [share_admin.describe_share_group(txn, g) for g in group_ids]
-        return txn.result(described)
+        ctx = OperationContext(self, token)
+        described: list[DescribedShareGroup] = [share_admin.describe_share_group(ctx, g) for g in group_ids]
+        return ctx.result(described)
 
     def share_group_topics(self, group_ids: tuple[str, ...], token: RequestToken | None = None) -> Result:
-        txn = Txn(self, token)
-        return txn.result([share_admin.share_group_topics(txn, g) for g in group_ids])
+        ctx = OperationContext(self, token)
+        return ctx.result([share_admin.share_group_topics(ctx, g) for g in group_ids])
 
     def update_topics(self, topics: tuple[TopicImage, ...], token: RequestToken | None = None) -> Result:
         """The cluster's topic metadata changed (Kafka's onMetadataUpdate + maybeCleanupShareGroupState).
@@ -152,52 +148,52 @@ class GroupCoordinatorShard:
         partitions are answered (ShareStateDelete) for the cluster to delete. The first image given to
         a shard deletes nothing: an empty or partial first image must not wipe share state."""
         new_image = TopicsImage.of(topics)
-        txn = Txn(self, token)
+        ctx = OperationContext(self, token)
         deletes: tuple[ShareStateDelete, ...] = ()
         if self._topics_known:
-            deletes = share_state.cleanup_deleted_topics(txn, share_state.vanished_topic_ids(self.groups, new_image))
+            deletes = share_state.cleanup_deleted_topics(ctx, share_state.vanished_topic_ids(self.groups, new_image))
         self.topics_image = new_image
         self._topics_known = True
-        return txn.result(deletes)
+        return ctx.result(deletes)
 
     def expire_share_session(self, group_id: str, member_id: str) -> Result:
-        txn = Txn(self)
-        share_heartbeat.expire_session(txn, group_id, member_id)
-        return txn.result()
+        ctx = OperationContext(self)
+        share_heartbeat.expire_session(ctx, group_id, member_id)
+        return ctx.result()
 
     # -- timer operations (scheduled by the operations above) ---------------------------------------
 
-    def _on_classic_group(self, group_id: str, action: Callable[[Txn, ClassicGroup], None]) -> Result:
-        txn = Txn(self)
+    def _on_classic_group(self, group_id: str, action: Callable[[OperationContext, ClassicGroup], None]) -> Result:
+        ctx = OperationContext(self)
         if isinstance(self.groups.get(group_id), ClassicGroup):
-            action(txn, txn.edit(group_id))
-        return txn.result()
+            action(ctx, ctx.edit(group_id))
+        return ctx.result()
 
     def expire_heartbeat(self, group_id: str, member_id: str) -> Result:
-        return self._on_classic_group(group_id, lambda txn, g: rebalance.expire_heartbeat(txn, g, member_id))
+        return self._on_classic_group(group_id, lambda ctx, g: rebalance.expire_heartbeat(ctx, g, member_id))
 
     def complete_join_on_timeout(self, group_id: str) -> Result:
-        def complete(txn: Txn, group: ClassicGroup) -> None:
+        def complete(ctx: OperationContext, group: ClassicGroup) -> None:
             if group.is_in(S.PREPARING_REBALANCE):
-                rebalance.complete_join(txn, group)
+                rebalance.complete_join(ctx, group)
 
         return self._on_classic_group(group_id, complete)
 
     def try_complete_initial_rebalance(self, group_id: str, delay_ms: int, remaining_ms: int) -> Result:
-        def attempt(txn: Txn, group: ClassicGroup) -> None:
+        def attempt(ctx: OperationContext, group: ClassicGroup) -> None:
             if group.is_in(S.PREPARING_REBALANCE):
-                rebalance.try_complete_initial_rebalance(txn, group, delay_ms, remaining_ms)
+                rebalance.try_complete_initial_rebalance(ctx, group, delay_ms, remaining_ms)
 
         return self._on_classic_group(group_id, attempt)
 
     def expire_pending_sync(self, group_id: str, generation_id: int) -> Result:
-        return self._on_classic_group(group_id, lambda txn, g: rebalance.expire_pending_sync(txn, g, generation_id))
+        return self._on_classic_group(group_id, lambda ctx, g: rebalance.expire_pending_sync(ctx, g, generation_id))
 
     def cleanup_offsets(self) -> Result:
-        txn = Txn(self)
-        offsets.expire_offsets(txn)
-        txn.timers.append(self._offsets_cleanup())
-        return txn.result()
+        ctx = OperationContext(self)
+        offsets.expire_offsets(ctx)
+        ctx.timers.append(self._offsets_cleanup())
+        return ctx.result()
 
     def _offsets_cleanup(self) -> Schedule:
         return Schedule(OFFSETS_CLEANUP_KEY, self.config.offsets_retention_check_interval_ms, ShardCall("cleanup_offsets"))
@@ -251,16 +247,11 @@ class GroupCoordinatorShard:
     def on_loaded(self) -> Result:
         """After load (and failover): every member's session restarts now, so live members keep
         their generation with no rebalance (SPEC §1, Kafka's test_broker_failure)."""
-        txn = Txn(self)
+        ctx = OperationContext(self)
         for group in self.groups.values():
-            if isinstance(group, ClassicGroup):
-                for member in group.members.values():
-                    rebalance.reschedule_heartbeat(txn, group, member.member_id)
-            elif isinstance(group, ShareGroup):
-                for member_id in group.members:
-                    share_heartbeat.schedule_session_timeout(txn, group.group_id, member_id)
-        txn.timers.append(self._offsets_cleanup())
-        return txn.result()
+            group.arm_sessions(ctx)
+        ctx.timers.append(self._offsets_cleanup())
+        return ctx.result()
 
     # -- views for operators and tests ---------------------------------------------------------------
 
@@ -268,28 +259,13 @@ class GroupCoordinatorShard:
         """What the log holds about each group: for comparing a live shard with one rebuilt by replay."""
         view: dict[str, Any] = {"offsets": {g: dict(o) for g, o in self.offsets.items()}, "groups": {}}
         for group_id, group in self.groups.items():
-            if isinstance(group, ClassicGroup):
-                view["groups"][group_id] = (
-                    group.state.value,
-                    group.generation_id,
-                    group.protocol_type or None,
-                    group.protocol_name,
-                    group.leader_id,
-                    tuple(
-                        (m.member_id, m.group_instance_id, m.session_timeout_ms, m.rebalance_timeout_ms,
-                         m.metadata(group.protocol_name), m.assignment)
-                        for m in group.members.values()
-                    ),
-                )
-            elif isinstance(group, ShareGroup):
-                view["groups"][group_id] = group.durable_view()
+            view["groups"][group_id] = group.durable_view()
         return view
 
 
-def _copy_group(group: Any) -> Any:
-    """A copy of the group that replay cannot change: classic groups are replaced whole by replay,
-    share groups are changed in place."""
-    return group.copy() if isinstance(group, ShareGroup) else group
+def _copy_group(group: Group | None) -> Group | None:
+    """A copy of the group that replay cannot change (share groups are changed in place by replay)."""
+    return None if group is None else group.copy()
 
 
 def group_from_record(group_id: str, value: GroupMetadataValue) -> ClassicGroup:

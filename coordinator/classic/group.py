@@ -15,10 +15,26 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from coordinator.classic.messages import ListedGroup, OffsetCommitRequest, Protocols
+from coordinator.classic.records import OffsetCommitValue, classic_group_state, group_tombstone, offset_tombstone
 from coordinator.classic.state import ClassicGroupState
+from kernel.codec import Record
 from kernel.result import RequestToken
 
-Protocols = tuple[tuple[str, bytes], ...]  # (name, metadata) in the member's order of preference
+if TYPE_CHECKING:  # pragma: no cover
+    from coordinator.group import Scheduler
+
+_S = ClassicGroupState
+
+
+def heartbeat_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("heartbeat", group_id, member_id)
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +104,8 @@ class ClassicGroup:
     new_member_added: bool = False  # extends the initial delayed join
     supported_protocols: Counter = field(default_factory=Counter)  # protocol -> members supporting it
     num_awaiting_join: int = 0
+
+    group_type = "classic"
 
     def copy(self) -> "ClassicGroup":
         clone = replace(self)
@@ -236,3 +254,91 @@ class ClassicGroup:
             self.protocol_name = None
             self.transition_to(ClassicGroupState.EMPTY, now)
         self.pending_sync_members.clear()
+
+    # -- the Group protocol (coordinator/group.py) ---------------------------------------------------
+
+    def memory_record(self, group_id: str, group: "ClassicGroup | None") -> Record:
+        return classic_group_state(group_id, group)
+
+    def listed(self) -> ListedGroup:
+        return ListedGroup(self.group_id, self.protocol_type or "", self.state.value, self.group_type)
+
+    def validate_delete(self) -> ErrorCode | None:
+        if self.is_in(_S.DEAD):
+            return ErrorCode.group_id_not_found
+        if not self.is_in(_S.EMPTY):
+            return ErrorCode.non_empty_group
+        return None
+
+    def delete_records(self, offsets: Iterable[tuple[str, int]]) -> list[Record]:
+        gid = self.group_id
+        return [*(offset_tombstone(gid, t, p) for t, p in sorted(offsets)), group_tombstone(gid)]
+
+    def share_state_deletes(self, image: Any) -> tuple:
+        return ()
+
+    def validate_member(self, member_id: str, group_instance_id: str | None) -> ErrorCode | None:
+        """Kafka's ClassicGroup.validateMember: a static id fences any other member id using it."""
+        if group_instance_id is not None:
+            existing = self.static_member_id(group_instance_id)
+            if existing is None:
+                return ErrorCode.unknown_member_id
+            if existing != member_id:
+                return ErrorCode.fenced_instance_id
+        if not self.has_member(member_id):
+            return ErrorCode.unknown_member_id
+        return None
+
+    def validate_offset_commit(self, req: OffsetCommitRequest) -> ErrorCode | None:
+        if self.is_in(_S.DEAD):
+            return ErrorCode.coordinator_not_available
+        if req.generation_id < 0 and self.is_in(_S.EMPTY):
+            return None  # a commit from outside group management into an Empty group
+        if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
+            error = self.validate_member(req.member_id, req.group_instance_id)
+            if error is not None:
+                return error
+            if req.generation_id != self.generation_id:
+                return ErrorCode.illegal_generation
+        elif not self.is_in(_S.EMPTY):
+            return ErrorCode.unknown_member_id
+        if self.is_in(_S.COMPLETING_REBALANCE):
+            # The member has the new generation but no assignment yet: let it finish the rebalance.
+            return ErrorCode.rebalance_in_progress
+        return None
+
+    def validate_offset_fetch(self) -> ErrorCode | None:
+        return None
+
+    def offset_expired(self, now: int, value: OffsetCommitValue, retention_ms: int) -> bool:
+        if value.expire_timestamp >= 0:  # an old client asked for its own retention
+            return now >= value.expire_timestamp
+        if self.protocol_type:
+            if not self.is_in(_S.EMPTY):
+                return False  # a live group keeps its offsets
+            base = self.state_timestamp  # retention counts from when the group became Empty
+        else:
+            base = value.commit_timestamp  # a simple group: from the commit itself
+        return now - base >= retention_ms
+
+    def is_deletable_without_offsets(self) -> bool:
+        return self.is_in(_S.EMPTY) and self.is_empty()
+
+    def arm_sessions(self, ctx: "Scheduler") -> None:
+        for member in self.members.values():
+            ctx.schedule(heartbeat_key(self.group_id, member.member_id), member.session_timeout_ms,
+                         "expire_heartbeat", self.group_id, member.member_id)
+
+    def durable_view(self) -> tuple[Any, ...]:
+        return (
+            self.state.value,
+            self.generation_id,
+            self.protocol_type or None,
+            self.protocol_name,
+            self.leader_id,
+            tuple(
+                (m.member_id, m.group_instance_id, m.session_timeout_ms, m.rebalance_timeout_ms,
+                 m.metadata(self.protocol_name), m.assignment)
+                for m in self.members.values()
+            ),
+        )

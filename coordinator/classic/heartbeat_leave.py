@@ -15,7 +15,6 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from coordinator.classic.group import ClassicGroup
-from coordinator.classic.join import validate_member
 from coordinator.classic.messages import (
     UNKNOWN_MEMBER_ID,
     HeartbeatRequest,
@@ -32,16 +31,16 @@ from coordinator.classic.rebalance import (
     reschedule_heartbeat,
 )
 from coordinator.classic.state import ClassicGroupState as S
-from coordinator.txn import Txn
+from coordinator.context import OperationContext
 
 
-def heartbeat(txn: Txn, req: HeartbeatRequest) -> HeartbeatResponse:
-    group = txn.group(req.group_id)
+def heartbeat(ctx: OperationContext, req: HeartbeatRequest) -> HeartbeatResponse:
+    group = ctx.group(req.group_id)
     if not isinstance(group, ClassicGroup):
         return HeartbeatResponse(ErrorCode.unknown_member_id)
     if group.is_in(S.DEAD):
         return HeartbeatResponse(ErrorCode.coordinator_not_available)
-    error = validate_member(group, req.member_id, req.group_instance_id)
+    error = group.validate_member(req.member_id, req.group_instance_id)
     if error is not None:
         return HeartbeatResponse(error)
     if req.generation_id != group.generation_id:
@@ -51,19 +50,19 @@ def heartbeat(txn: Txn, req: HeartbeatRequest) -> HeartbeatResponse:
     if group.is_in(S.COMPLETING_REBALANCE):
         return HeartbeatResponse(ErrorCode.rebalance_in_progress)
     # A heartbeat only moves the member's session deadline: a timer, not state.
-    reschedule_heartbeat(txn, group, req.member_id)
+    reschedule_heartbeat(ctx, group, req.member_id)
     if group.is_in(S.PREPARING_REBALANCE):
         return HeartbeatResponse(ErrorCode.rebalance_in_progress)
     return HeartbeatResponse(ErrorCode.none)
 
 
-def leave_group(txn: Txn, req: LeaveGroupRequest) -> LeaveGroupResponse:
-    current = txn.group(req.group_id)
+def leave_group(ctx: OperationContext, req: LeaveGroupRequest) -> LeaveGroupResponse:
+    current = ctx.group(req.group_id)
     if not isinstance(current, ClassicGroup):
         return LeaveGroupResponse(ErrorCode.unknown_member_id)
     if current.is_in(S.DEAD):
         return LeaveGroupResponse(ErrorCode.coordinator_not_available)
-    group = txn.edit(req.group_id)
+    group = ctx.edit(req.group_id)
     answers: list[LeftMember] = []
     for leaving in req.members:
         if leaving.member_id == UNKNOWN_MEMBER_ID:
@@ -71,23 +70,23 @@ def leave_group(txn: Txn, req: LeaveGroupRequest) -> LeaveGroupResponse:
             if static_id is None:
                 answers.append(LeftMember(leaving.member_id, leaving.group_instance_id, ErrorCode.unknown_member_id))
                 continue
-            drop_member(txn, group, static_id)
+            drop_member(ctx, group, static_id)
         elif group.is_pending_member(leaving.member_id):
             group.remove(leaving.member_id)
-            txn.cancel(heartbeat_key(group.group_id, leaving.member_id))
+            ctx.cancel(heartbeat_key(group.group_id, leaving.member_id))
         else:
-            error = validate_member(group, leaving.member_id, leaving.group_instance_id)
+            error = group.validate_member(leaving.member_id, leaving.group_instance_id)
             if error is not None:
                 answers.append(LeftMember(leaving.member_id, leaving.group_instance_id, error))
                 continue
-            drop_member(txn, group, leaving.member_id)
+            drop_member(ctx, group, leaving.member_id)
         answers.append(LeftMember(leaving.member_id, leaving.group_instance_id, ErrorCode.none))
 
     if any(a.error_code == ErrorCode.none for a in answers):
         if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
-            maybe_prepare_rebalance_or_complete_join(txn, group, "members left the group")
+            maybe_prepare_rebalance_or_complete_join(ctx, group, "members left the group")
         elif group.is_in(S.PREPARING_REBALANCE):
-            maybe_complete_join_phase(txn, group)
+            maybe_complete_join_phase(ctx, group)
     return LeaveGroupResponse(ErrorCode.none, tuple(answers))
 
 

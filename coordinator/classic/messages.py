@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.classic.group import Protocols
 from coordinator.share.messages import ShareStateDelete
+
+Protocols = tuple[tuple[str, bytes], ...]  # (name, metadata) in the member's order of preference
 
 UNKNOWN_MEMBER_ID = ""
 

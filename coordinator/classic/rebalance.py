@@ -16,8 +16,8 @@ from kio.schema.errors import ErrorCode
 from coordinator.classic.group import ClassicGroup
 from coordinator.classic.messages import UNKNOWN_MEMBER_ID, JoinGroupMember, JoinGroupResponse, SyncGroupResponse
 from coordinator.classic.state import ClassicGroupState as S
-from coordinator.records import group_metadata_record
-from coordinator.txn import Txn
+from coordinator.classic.records import group_metadata_record
+from coordinator.context import OperationContext
 
 
 def heartbeat_key(group_id: str, member_id: str) -> tuple[str, str, str]:
@@ -32,42 +32,42 @@ def sync_key(group_id: str) -> tuple[str, str]:
     return ("sync", group_id)
 
 
-def reschedule_heartbeat(txn: Txn, group: ClassicGroup, member_id: str, timeout_ms: int | None = None) -> None:
+def reschedule_heartbeat(ctx: OperationContext, group: ClassicGroup, member_id: str, timeout_ms: int | None = None) -> None:
     """DelayedHeartbeat: the member must show life again within its session timeout."""
     member = group.member(member_id)
     timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
-    txn.schedule(heartbeat_key(group.group_id, member_id), timeout, "expire_heartbeat", group.group_id, member_id)
+    ctx.schedule(heartbeat_key(group.group_id, member_id), timeout, "expire_heartbeat", group.group_id, member_id)
 
 
-def complete_join_future(txn: Txn, group: ClassicGroup, member_id: str, response: JoinGroupResponse) -> bool:
+def complete_join_future(ctx: OperationContext, group: ClassicGroup, member_id: str, response: JoinGroupResponse) -> bool:
     member = group.member(member_id)
     if member.awaiting_join is None:
         return False
-    txn.reply(member.awaiting_join, response)
+    ctx.reply(member.awaiting_join, response)
     group.put(replace(member, awaiting_join=None))
     return True
 
 
-def complete_sync_future(txn: Txn, group: ClassicGroup, member_id: str, response: SyncGroupResponse) -> bool:
+def complete_sync_future(ctx: OperationContext, group: ClassicGroup, member_id: str, response: SyncGroupResponse) -> bool:
     member = group.member(member_id)
     if member.awaiting_sync is None:
         return False
-    txn.reply(member.awaiting_sync, response)
+    ctx.reply(member.awaiting_sync, response)
     group.put(replace(member, awaiting_sync=None))
     return True
 
 
-def drop_member(txn: Txn, group: ClassicGroup, member_id: str, error: ErrorCode = ErrorCode.unknown_member_id) -> None:
+def drop_member(ctx: OperationContext, group: ClassicGroup, member_id: str, error: ErrorCode = ErrorCode.unknown_member_id) -> None:
     """Remove a member, answering whatever it still has parked: no request may hang, and a parked
     answer that never comes would also hold back every later answer on the client's connection."""
     member = group.members.get(member_id)
     if member is not None:
         if member.awaiting_join is not None:
-            txn.reply(member.awaiting_join, JoinGroupResponse(error, UNKNOWN_MEMBER_ID))
+            ctx.reply(member.awaiting_join, JoinGroupResponse(error, UNKNOWN_MEMBER_ID))
         if member.awaiting_sync is not None:
-            txn.reply(member.awaiting_sync, SyncGroupResponse(error))
+            ctx.reply(member.awaiting_sync, SyncGroupResponse(error))
     group.remove(member_id)
-    txn.cancel(heartbeat_key(group.group_id, member_id))
+    ctx.cancel(heartbeat_key(group.group_id, member_id))
 
 
 def join_response(group: ClassicGroup, member_id: str, *, with_members: bool, skip_assignment: bool = False) -> JoinGroupResponse:
@@ -89,128 +89,128 @@ def join_response(group: ClassicGroup, member_id: str, *, with_members: bool, sk
 # -- the join phase ------------------------------------------------------------------------------
 
 
-def prepare_rebalance(txn: Txn, group: ClassicGroup, reason: str) -> None:
+def prepare_rebalance(ctx: OperationContext, group: ClassicGroup, reason: str) -> None:
     # Members waiting in SyncGroup for an assignment that will never come: tell them to rejoin.
     if group.is_in(S.COMPLETING_REBALANCE):
-        reset_and_propagate_assignment_with_error(txn, group, ErrorCode.rebalance_in_progress)
-    remove_sync_expiration(txn, group)
+        reset_and_propagate_assignment_with_error(ctx, group, ErrorCode.rebalance_in_progress)
+    remove_sync_expiration(ctx, group)
     initial = group.is_in(S.EMPTY)
     if initial:
         # InitialDelayedJoin: a new group waits for more members before its first generation.
-        delay = txn.config.initial_rebalance_delay_ms
+        delay = ctx.config.initial_rebalance_delay_ms
         remaining = max(group.rebalance_timeout_ms() - delay, 0)
-        schedule_initial_rebalance(txn, group.group_id, delay, remaining)
-    group.transition_to(S.PREPARING_REBALANCE, txn.now)
+        schedule_initial_rebalance(ctx, group.group_id, delay, remaining)
+    group.transition_to(S.PREPARING_REBALANCE, ctx.now)
     if not initial:
-        maybe_complete_join_else_schedule(txn, group)
+        maybe_complete_join_else_schedule(ctx, group)
 
 
-def schedule_initial_rebalance(txn: Txn, group_id: str, delay_ms: int, remaining_ms: int) -> None:
-    txn.schedule(join_key(group_id), delay_ms, "try_complete_initial_rebalance", group_id, delay_ms, remaining_ms)
+def schedule_initial_rebalance(ctx: OperationContext, group_id: str, delay_ms: int, remaining_ms: int) -> None:
+    ctx.schedule(join_key(group_id), delay_ms, "try_complete_initial_rebalance", group_id, delay_ms, remaining_ms)
 
 
-def try_complete_initial_rebalance(txn: Txn, group: ClassicGroup, delay_ms: int, remaining_ms: int) -> None:
+def try_complete_initial_rebalance(ctx: OperationContext, group: ClassicGroup, delay_ms: int, remaining_ms: int) -> None:
     if group.new_member_added and remaining_ms != 0:
         # A member arrived during the delay: wait again, within the rebalance timeout.
         group.new_member_added = False
-        new_delay = min(txn.config.initial_rebalance_delay_ms, remaining_ms)
+        new_delay = min(ctx.config.initial_rebalance_delay_ms, remaining_ms)
         new_remaining = max(remaining_ms - delay_ms, 0)
-        schedule_initial_rebalance(txn, group.group_id, new_delay, new_remaining)
+        schedule_initial_rebalance(ctx, group.group_id, new_delay, new_remaining)
     else:
-        complete_join(txn, group)
+        complete_join(ctx, group)
 
 
-def maybe_complete_join_else_schedule(txn: Txn, group: ClassicGroup) -> None:
+def maybe_complete_join_else_schedule(ctx: OperationContext, group: ClassicGroup) -> None:
     if group.has_all_members_joined():
-        complete_join(txn, group)
+        complete_join(ctx, group)
     else:
-        schedule_join_expiry(txn, group)
+        schedule_join_expiry(ctx, group)
 
 
-def schedule_join_expiry(txn: Txn, group: ClassicGroup) -> None:
+def schedule_join_expiry(ctx: OperationContext, group: ClassicGroup) -> None:
     """DelayedJoin: after the rebalance timeout the join phase completes without the laggards."""
-    txn.schedule(join_key(group.group_id), group.rebalance_timeout_ms(), "complete_join_on_timeout", group.group_id)
+    ctx.schedule(join_key(group.group_id), group.rebalance_timeout_ms(), "complete_join_on_timeout", group.group_id)
 
 
-def maybe_prepare_rebalance_or_complete_join(txn: Txn, group: ClassicGroup, reason: str) -> None:
+def maybe_prepare_rebalance_or_complete_join(ctx: OperationContext, group: ClassicGroup, reason: str) -> None:
     if group.can_rebalance():
-        prepare_rebalance(txn, group, reason)
+        prepare_rebalance(ctx, group, reason)
     else:
-        maybe_complete_join_phase(txn, group)
+        maybe_complete_join_phase(ctx, group)
 
 
-def maybe_complete_join_phase(txn: Txn, group: ClassicGroup) -> None:
+def maybe_complete_join_phase(ctx: OperationContext, group: ClassicGroup) -> None:
     """Try to complete the DelayedJoin: every member rejoined and nobody is pending.
 
     Not during an initial rebalance: the InitialDelayedJoin completes only on its timer.
     """
     if group.is_in(S.PREPARING_REBALANCE) and group.previous_state is not S.EMPTY and group.has_all_members_joined():
-        complete_join(txn, group)
+        complete_join(ctx, group)
 
 
-def complete_join(txn: Txn, group: ClassicGroup) -> None:
+def complete_join(ctx: OperationContext, group: ClassicGroup) -> None:
     """onCompleteJoin: drop dynamic members that did not rejoin, start the next generation, answer all joins."""
-    txn.cancel(join_key(group.group_id))
+    ctx.cancel(join_key(group.group_id))
     for member in group.not_yet_rejoined():
         if not member.is_static:  # static members keep their place across a missed rebalance
-            drop_member(txn, group, member.member_id)
+            drop_member(ctx, group, member.member_id)
     if group.is_in(S.DEAD):
         return
     if not group.maybe_elect_new_joined_leader() and group.members:
         # Only static members that did not rejoin are left: wait another rebalance timeout for
         # them (their sessions will expire if they are gone).
-        schedule_join_expiry(txn, group)
+        schedule_join_expiry(ctx, group)
         return
-    group.init_next_generation(txn.now)
+    group.init_next_generation(ctx.now)
     if group.is_in(S.EMPTY):
-        txn.write(group_metadata_record(group, {}))
+        ctx.write(group_metadata_record(group, {}))
         return
     for member_id in list(group.members):
         leader = group.is_leader(member_id)
-        complete_join_future(txn, group, member_id, join_response(group, member_id, with_members=leader))
-        reschedule_heartbeat(txn, group, member_id)
+        complete_join_future(ctx, group, member_id, join_response(group, member_id, with_members=leader))
+        reschedule_heartbeat(ctx, group, member_id)
         group.put(replace(group.member(member_id), is_new=False))
         group.pending_sync_members.add(member_id)
-    schedule_pending_sync(txn, group)
+    schedule_pending_sync(ctx, group)
 
 
 # -- the sync phase ---------------------------------------------------------------------------------
 
 
-def schedule_pending_sync(txn: Txn, group: ClassicGroup) -> None:
+def schedule_pending_sync(ctx: OperationContext, group: ClassicGroup) -> None:
     """Members that joined must send SyncGroup within the rebalance timeout, or they are removed."""
-    txn.schedule(
+    ctx.schedule(
         sync_key(group.group_id), group.rebalance_timeout_ms(), "expire_pending_sync", group.group_id, group.generation_id
     )
 
 
-def remove_sync_expiration(txn: Txn, group: ClassicGroup) -> None:
+def remove_sync_expiration(ctx: OperationContext, group: ClassicGroup) -> None:
     group.pending_sync_members.clear()
-    txn.cancel(sync_key(group.group_id))
+    ctx.cancel(sync_key(group.group_id))
 
 
-def remove_pending_sync_member(txn: Txn, group: ClassicGroup, member_id: str) -> None:
+def remove_pending_sync_member(ctx: OperationContext, group: ClassicGroup, member_id: str) -> None:
     group.pending_sync_members.discard(member_id)
     if group.is_in(S.DEAD, S.EMPTY, S.PREPARING_REBALANCE) or not group.pending_sync_members:
-        txn.cancel(sync_key(group.group_id))
+        ctx.cancel(sync_key(group.group_id))
 
 
-def expire_pending_sync(txn: Txn, group: ClassicGroup, generation_id: int) -> None:
+def expire_pending_sync(ctx: OperationContext, group: ClassicGroup, generation_id: int) -> None:
     if generation_id != group.generation_id or not group.is_in(S.COMPLETING_REBALANCE, S.STABLE):
         return
     if group.pending_sync_members:
         for member_id in sorted(group.pending_sync_members):
-            drop_member(txn, group, member_id)
-        prepare_rebalance(txn, group, "members did not send SyncGroup in time")
+            drop_member(ctx, group, member_id)
+        prepare_rebalance(ctx, group, "members did not send SyncGroup in time")
 
 
-def reset_and_propagate_assignment_with_error(txn: Txn, group: ClassicGroup, error: ErrorCode) -> None:
+def reset_and_propagate_assignment_with_error(ctx: OperationContext, group: ClassicGroup, error: ErrorCode) -> None:
     for member_id, member in list(group.members.items()):
         group.put(replace(member, assignment=b""))
-    propagate_assignment(txn, group, error)
+    propagate_assignment(ctx, group, error)
 
 
-def propagate_assignment(txn: Txn, group: ClassicGroup, error: ErrorCode) -> None:
+def propagate_assignment(ctx: OperationContext, group: ClassicGroup, error: ErrorCode) -> None:
     ok = error == ErrorCode.none
     for member_id in list(group.members):
         member = group.member(member_id)
@@ -220,35 +220,35 @@ def propagate_assignment(txn: Txn, group: ClassicGroup, error: ErrorCode) -> Non
             protocol_name=group.protocol_name if ok else None,
             assignment=member.assignment,
         )
-        if complete_sync_future(txn, group, member_id, response):
+        if complete_sync_future(ctx, group, member_id, response):
             # A session that lapsed while the member waited for the assignment was ignored
             # (parked members satisfy their heartbeat): arm the next one now.
-            reschedule_heartbeat(txn, group, member_id)
+            reschedule_heartbeat(ctx, group, member_id)
 
 
 # -- members leaving ----------------------------------------------------------------------------------
 
 
-def remove_member_and_update_group(txn: Txn, group: ClassicGroup, member_id: str, reason: str) -> None:
+def remove_member_and_update_group(ctx: OperationContext, group: ClassicGroup, member_id: str, reason: str) -> None:
     # A new member may time out while parked in JoinGroup: answering it lets a live client retry.
-    drop_member(txn, group, member_id)
+    drop_member(ctx, group, member_id)
     if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
-        maybe_prepare_rebalance_or_complete_join(txn, group, reason)
+        maybe_prepare_rebalance_or_complete_join(ctx, group, reason)
     elif group.is_in(S.PREPARING_REBALANCE) and group.has_all_members_joined():
-        complete_join(txn, group)
+        complete_join(ctx, group)
 
 
-def remove_pending_member_and_update_group(txn: Txn, group: ClassicGroup, member_id: str) -> None:
+def remove_pending_member_and_update_group(ctx: OperationContext, group: ClassicGroup, member_id: str) -> None:
     group.remove(member_id)
     if group.is_in(S.PREPARING_REBALANCE) and group.has_all_members_joined():
-        complete_join(txn, group)
+        complete_join(ctx, group)
 
 
-def expire_heartbeat(txn: Txn, group: ClassicGroup, member_id: str) -> None:
+def expire_heartbeat(ctx: OperationContext, group: ClassicGroup, member_id: str) -> None:
     """The session timeout passed with no heartbeat (seed 000 §7.3)."""
     if group.is_in(S.DEAD):
         return
     if group.is_pending_member(member_id):
-        remove_pending_member_and_update_group(txn, group, member_id)
+        remove_pending_member_and_update_group(ctx, group, member_id)
     elif group.has_member(member_id) and not group.member(member_id).has_satisfied_heartbeat():
-        remove_member_and_update_group(txn, group, member_id, f"member {member_id} session expired")
+        remove_member_and_update_group(ctx, group, member_id, f"member {member_id} session expired")

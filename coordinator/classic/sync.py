@@ -18,13 +18,12 @@ from dataclasses import replace
 from kio.schema.errors import ErrorCode
 
 from coordinator.classic.group import ClassicGroup
-from coordinator.classic.join import validate_member
 from coordinator.classic.messages import SyncGroupRequest, SyncGroupResponse
 from coordinator.classic.rebalance import propagate_assignment, remove_pending_sync_member, reschedule_heartbeat
 from coordinator.classic.state import ClassicGroupState as S
-from coordinator.records import group_metadata_record
+from coordinator.classic.records import group_metadata_record
 from kernel.result import PARKED, RequestToken
-from coordinator.txn import Txn
+from coordinator.context import OperationContext
 
 
 def _inconsistent(requested: str | None, current: str | None) -> bool:
@@ -34,7 +33,7 @@ def _inconsistent(requested: str | None, current: str | None) -> bool:
 def validate_sync(group: ClassicGroup, req: SyncGroupRequest) -> ErrorCode | None:
     if group.is_in(S.DEAD):
         return ErrorCode.coordinator_not_available
-    error = validate_member(group, req.member_id, req.group_instance_id)
+    error = group.validate_member(req.member_id, req.group_instance_id)
     if error is not None:
         return error
     if req.generation_id != group.generation_id:
@@ -44,8 +43,8 @@ def validate_sync(group: ClassicGroup, req: SyncGroupRequest) -> ErrorCode | Non
     return None
 
 
-def sync_group(txn: Txn, req: SyncGroupRequest, token: RequestToken) -> SyncGroupResponse:
-    current = txn.group(req.group_id)
+def sync_group(ctx: OperationContext, req: SyncGroupRequest, token: RequestToken) -> SyncGroupResponse:
+    current = ctx.group(req.group_id)
     if not isinstance(current, ClassicGroup) or current.is_empty():
         return SyncGroupResponse(ErrorCode.unknown_member_id)
     error = validate_sync(current, req)
@@ -54,25 +53,25 @@ def sync_group(txn: Txn, req: SyncGroupRequest, token: RequestToken) -> SyncGrou
     if current.is_in(S.PREPARING_REBALANCE):
         return SyncGroupResponse(ErrorCode.rebalance_in_progress)
 
-    group = txn.edit(req.group_id)
+    group = ctx.edit(req.group_id)
     member = group.member(req.member_id)
     if group.is_in(S.STABLE):
-        remove_pending_sync_member(txn, group, req.member_id)
-        reschedule_heartbeat(txn, group, req.member_id)
+        remove_pending_sync_member(ctx, group, req.member_id)
+        reschedule_heartbeat(ctx, group, req.member_id)
         return SyncGroupResponse(ErrorCode.none, group.protocol_type, group.protocol_name, member.assignment)
 
     # CompletingRebalance: wait for the leader's assignment.
     if member.awaiting_sync is not None:
-        txn.reply(member.awaiting_sync, SyncGroupResponse(ErrorCode.rebalance_in_progress))
+        ctx.reply(member.awaiting_sync, SyncGroupResponse(ErrorCode.rebalance_in_progress))
     group.put(replace(member, awaiting_sync=token))
-    remove_pending_sync_member(txn, group, req.member_id)
+    remove_pending_sync_member(ctx, group, req.member_id)
     if group.is_leader(req.member_id):
         assignment = {m.member_id: b"" for m in group.members.values()}
         assignment.update((member_id, data) for member_id, data in req.assignments if member_id in assignment)
         for member_id, data in assignment.items():
             group.put(replace(group.member(member_id), assignment=data))
-        group.transition_to(S.STABLE, txn.now)
-        txn.write(group_metadata_record(group, assignment))
+        group.transition_to(S.STABLE, ctx.now)
+        ctx.write(group_metadata_record(group, assignment))
         # The runtime sends these answers only once the record above is durable.
-        propagate_assignment(txn, group, ErrorCode.none)
+        propagate_assignment(ctx, group, ErrorCode.none)
     return PARKED

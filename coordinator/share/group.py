@@ -17,9 +17,24 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from uuid import UUID
 
+from collections.abc import Hashable
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+
+from coordinator.classic.messages import ListedGroup
+from coordinator.share.messages import SHARE_PROTOCOL_TYPE, ShareStateDelete
+from coordinator.share.metadata import TopicsImage
 from kernel.codec import Record
 from kernel.lifecycle import IllegalTransition, validate_transition
-from coordinator.records import (
+from coordinator.classic.records import offset_tombstone
+from coordinator.share.records import (
+    share_current_assignment_tombstone,
+    share_group_epoch_tombstone,
+    share_member_subscription_tombstone,
+    share_state_partition_metadata_tombstone,
+    share_target_assignment_epoch_tombstone,
+    share_target_assignment_tombstone,
     ShareGroupCurrentMemberAssignmentKey,
     ShareGroupMemberMetadataKey,
     ShareGroupMetadataKey,
@@ -29,6 +44,9 @@ from coordinator.records import (
     ShareTopicPartitions,
     ShareTopicPartitionsInfo,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from coordinator.group import Scheduler
 
 TopicPartitions = Mapping[UUID, frozenset[int]]  # topic id -> partitions; never an empty set
 
@@ -117,6 +135,44 @@ class ShareStatePartitionMetadata:
 EMPTY_SHARE_STATE = ShareStatePartitionMetadata()
 
 
+def session_key(group_id: str, member_id: str) -> Hashable:
+    return ("share-session", group_id, member_id)
+
+
+def combine_init_maps(first: Mapping[UUID, InitMapValue], second: Mapping[UUID, InitMapValue]) -> dict[UUID, InitMapValue]:
+    """Kafka's combineInitMaps: partitions united per topic; name and timestamp from `second` where
+    it has the topic."""
+    combined: dict[UUID, InitMapValue] = {}
+    for topic_id in set(first) | set(second):
+        old, new = first.get(topic_id), second.get(topic_id)
+        partitions = (old.partitions if old else frozenset()) | (new.partitions if new else frozenset())
+        source = new if new is not None else old
+        assert source is not None
+        combined[topic_id] = InitMapValue(source.name, partitions, source.timestamp)
+    return combined
+
+
+def partitions_to_delete(info: ShareStatePartitionMetadata, image: TopicsImage) -> dict[UUID, frozenset[int]]:
+    """Kafka's shareGroupBuildPartitionDeleteRequest candidates: initialized and initializing partitions
+    (an initialization may have succeeded without the answer reaching us; deleting absent state is
+    harmless), and topics left deleting by an earlier attempt, whole, if they still exist."""
+    candidates = combine_init_maps(info.initialized, info.initializing)
+    out = {tid: v.partitions for tid, v in candidates.items()}
+    for topic_id in info.deleting:
+        topic = image.by_id.get(topic_id)
+        if topic is not None:
+            out[topic_id] = out.get(topic_id, frozenset()) | frozenset(range(topic.partitions))
+    return out
+
+
+def deletes_for(group_id: str, partitions: Mapping[UUID, frozenset[int]]) -> tuple[ShareStateDelete, ...]:
+    return tuple(
+        ShareStateDelete(group_id, topic_id, partition)
+        for topic_id in sorted(partitions)
+        for partition in sorted(partitions[topic_id])
+    )
+
+
 @dataclass(slots=True)
 class ShareGroup:
     group_id: str
@@ -128,9 +184,57 @@ class ShareGroup:
     target_assignment: dict[str, TopicPartitions] = field(default_factory=dict)
     share_state: ShareStatePartitionMetadata | None = None
 
+    group_type = "share"
+
     @property
     def protocol_type(self) -> str:
         return "share"
+
+    # -- the Group protocol (coordinator/group.py) ---------------------------------------------------
+
+    def memory_record(self, group_id: str, group: Any) -> None:
+        return None  # a share group changes only by its durable records
+
+    def listed(self) -> ListedGroup:
+        return ListedGroup(self.group_id, SHARE_PROTOCOL_TYPE, self.state.value, self.group_type)
+
+    def validate_delete(self) -> ErrorCode | None:
+        return None if self.state is ShareGroupState.EMPTY else ErrorCode.non_empty_group
+
+    def delete_records(self, offsets: Iterable[tuple[str, int]]) -> list[Record]:
+        """Kafka's order (ShareGroup.createGroupTombstoneRecords), after the group's offsets."""
+        gid = self.group_id
+        records = [offset_tombstone(gid, topic, partition) for topic, partition in sorted(offsets)]
+        records += [share_current_assignment_tombstone(gid, mid) for mid in self.members]
+        records += [share_target_assignment_tombstone(gid, mid) for mid in self.target_assignment]
+        records.append(share_target_assignment_epoch_tombstone(gid))
+        records += [share_member_subscription_tombstone(gid, mid) for mid in self.members]
+        records.append(share_state_partition_metadata_tombstone(gid))
+        records.append(share_group_epoch_tombstone(gid))
+        return records
+
+    def share_state_deletes(self, image: TopicsImage) -> tuple[ShareStateDelete, ...]:
+        if self.share_state is None:
+            return ()
+        return deletes_for(self.group_id, partitions_to_delete(self.share_state, image))
+
+    def validate_offset_commit(self, req: Any) -> ErrorCode | None:
+        return ErrorCode.group_id_not_found
+
+    def validate_offset_fetch(self) -> ErrorCode | None:
+        # Kafka's ShareGroup.validateOffsetFetch: a share group has no committed offsets to fetch.
+        return ErrorCode.group_id_not_found
+
+    def offset_expired(self, now: int, value: Any, retention_ms: int) -> bool:
+        return False
+
+    def is_deletable_without_offsets(self) -> bool:
+        return False
+
+    def arm_sessions(self, ctx: "Scheduler") -> None:
+        for member_id in self.members:
+            ctx.schedule(session_key(self.group_id, member_id), ctx.config.share_session_timeout_ms,
+                         "expire_share_session", self.group_id, member_id)
 
     def copy(self) -> "ShareGroup":
         """A copy replay may change without touching this one (members and values are immutable)."""

@@ -25,13 +25,13 @@ Every check happens before the first record, so an error writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from uuid import UUID
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.records import (
+from coordinator.share.records import (
     share_current_assignment_record,
     share_current_assignment_tombstone,
     share_group_epoch_record,
@@ -42,7 +42,14 @@ from coordinator.records import (
     share_target_assignment_tombstone,
 )
 from coordinator.share.assignor import simple_assign
-from coordinator.share.group import MemberState, ShareGroup, ShareGroupMember, TopicPartitions, freeze_partitions
+from coordinator.share.group import (  # noqa: F401  (session_key re-exported)
+    MemberState,
+    ShareGroup,
+    ShareGroupMember,
+    TopicPartitions,
+    freeze_partitions,
+    session_key,
+)
 from coordinator.share.messages import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -53,11 +60,7 @@ from coordinator.share.messages import (
 )
 from coordinator.share.metadata import TopicsImage, metadata_hash
 from coordinator.share.share_state import assignable_partitions, initialized_assignment_pending, maybe_initialize
-from coordinator.txn import Txn
-
-
-def session_key(group_id: str, member_id: str) -> Hashable:
-    return ("share-session", group_id, member_id)
+from coordinator.context import OperationContext
 
 
 def _error(code: ErrorCode, message: str) -> ShareHeartbeatOutcome:
@@ -85,20 +88,20 @@ def validate(req: ShareGroupHeartbeatRequest) -> str | None:
     return None
 
 
-def share_group_heartbeat(txn: Txn, req: ShareGroupHeartbeatRequest) -> ShareHeartbeatOutcome:
+def share_group_heartbeat(ctx: OperationContext, req: ShareGroupHeartbeatRequest) -> ShareHeartbeatOutcome:
     invalid = validate(req)
     if invalid is not None:
         return _error(ErrorCode.invalid_request, invalid)
     if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
-        return ShareHeartbeatOutcome(_leave(txn, req))
-    return _heartbeat(txn, req)
+        return ShareHeartbeatOutcome(_leave(ctx, req))
+    return _heartbeat(ctx, req)
 
 
 # -- leave and fencing ---------------------------------------------------------------------------------
 
 
-def _find_group(txn: Txn, group_id: str) -> ShareGroup | ShareGroupHeartbeatResponse:
-    group = txn.group(group_id)
+def _find_group(ctx: OperationContext, group_id: str) -> ShareGroup | ShareGroupHeartbeatResponse:
+    group = ctx.group(group_id)
     if group is None:
         return ShareGroupHeartbeatResponse(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
     if not isinstance(group, ShareGroup):
@@ -106,9 +109,9 @@ def _find_group(txn: Txn, group_id: str) -> ShareGroup | ShareGroupHeartbeatResp
     return group
 
 
-def _leave(txn: Txn, req: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
+def _leave(ctx: OperationContext, req: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
     """Kafka's shareGroupLeave: no epoch check, the member is removed whatever epoch it sends."""
-    group = _find_group(txn, req.group_id)
+    group = _find_group(ctx, req.group_id)
     if isinstance(group, ShareGroupHeartbeatResponse):
         return group
     member = group.members.get(req.member_id)
@@ -116,43 +119,43 @@ def _leave(txn: Txn, req: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResp
         return ShareGroupHeartbeatResponse(
             ErrorCode.unknown_member_id, f"Member {req.member_id} is not a member of group {req.group_id}."
         )
-    fence_member(txn, group, member.member_id)
+    fence_member(ctx, group, member.member_id)
     return ShareGroupHeartbeatResponse(ErrorCode.none, member_id=req.member_id, member_epoch=req.member_epoch)
 
 
-def fence_member(txn: Txn, group: ShareGroup, member_id: str) -> None:
+def fence_member(ctx: OperationContext, group: ShareGroup, member_id: str) -> None:
     """Kafka's shareGroupFenceMember: tombstones for the member's assignment, target and subscription,
     then a group epoch bump with the metadata hash of the remaining subscriptions. The target
     assignment epoch stays behind, so the next heartbeat of another member reassigns."""
     gid = group.group_id
-    txn.write(share_current_assignment_tombstone(gid, member_id))
-    txn.write(share_target_assignment_tombstone(gid, member_id))
-    txn.write(share_member_subscription_tombstone(gid, member_id))
-    new_hash = metadata_hash(group.subscribed_topic_names(without=member_id), txn.shard.topics_image)
-    txn.write(share_group_epoch_record(gid, group.group_epoch + 1, new_hash))
-    txn.cancel(session_key(gid, member_id))
+    ctx.write(share_current_assignment_tombstone(gid, member_id))
+    ctx.write(share_target_assignment_tombstone(gid, member_id))
+    ctx.write(share_member_subscription_tombstone(gid, member_id))
+    new_hash = metadata_hash(group.subscribed_topic_names(without=member_id), ctx.state.topics_image)
+    ctx.write(share_group_epoch_record(gid, group.group_epoch + 1, new_hash))
+    ctx.cancel(session_key(gid, member_id))
 
 
-def expire_session(txn: Txn, group_id: str, member_id: str) -> None:
+def expire_session(ctx: OperationContext, group_id: str, member_id: str) -> None:
     """Kafka's shareGroupFenceMemberOperation on session expiry: a leave, if the member is still there."""
-    group = txn.group(group_id)
+    group = ctx.group(group_id)
     if isinstance(group, ShareGroup) and member_id in group.members:
-        fence_member(txn, group, member_id)
+        fence_member(ctx, group, member_id)
 
 
-def schedule_session_timeout(txn: Txn, group_id: str, member_id: str) -> None:
-    txn.schedule(session_key(group_id, member_id), txn.config.share_session_timeout_ms, "expire_share_session", group_id, member_id)
+def schedule_session_timeout(ctx: OperationContext, group_id: str, member_id: str) -> None:
+    ctx.schedule(session_key(group_id, member_id), ctx.config.share_session_timeout_ms, "expire_share_session", group_id, member_id)
 
 
 # -- the heartbeat ---------------------------------------------------------------------------------------
 
 
-def _heartbeat(txn: Txn, req: ShareGroupHeartbeatRequest) -> ShareHeartbeatOutcome:
+def _heartbeat(ctx: OperationContext, req: ShareGroupHeartbeatRequest) -> ShareHeartbeatOutcome:
     gid, mid = req.group_id, req.member_id
     joining = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
-    image: TopicsImage = txn.shard.topics_image
+    image: TopicsImage = ctx.state.topics_image
 
-    existing = txn.group(gid)
+    existing = ctx.group(gid)
     if existing is None:
         if not joining:
             return _error(ErrorCode.group_id_not_found, f"Share group {gid} not found.")
@@ -163,7 +166,7 @@ def _heartbeat(txn: Txn, req: ShareGroupHeartbeatRequest) -> ShareHeartbeatOutco
     else:
         group = existing
 
-    max_size = txn.config.share_max_size
+    max_size = ctx.config.share_max_size
     if len(group.members) >= max_size and mid not in group.members:
         return _error(
             ErrorCode.group_max_size_reached, f"The share group has reached its maximum capacity of {max_size} members."
@@ -190,7 +193,7 @@ def _heartbeat(txn: Txn, req: ShareGroupHeartbeatRequest) -> ShareHeartbeatOutco
     )
     bump = False
     if updated != member:
-        txn.write(share_member_subscription_record(gid, updated))
+        ctx.write(share_member_subscription_record(gid, updated))
         bump = updated.subscribed_topic_names != member.subscribed_topic_names
     bump = bump or initialized_assignment_pending(group, image)
 
@@ -205,11 +208,11 @@ def _heartbeat(txn: Txn, req: ShareGroupHeartbeatRequest) -> ShareHeartbeatOutco
     group_epoch = group.group_epoch
     if bump:
         group_epoch += 1
-        txn.write(share_group_epoch_record(gid, group_epoch, new_hash))
+        ctx.write(share_group_epoch_record(gid, group_epoch, new_hash))
 
     # 2. A new target assignment when the group epoch moved past the assignment epoch.
     if group_epoch > group.assignment_epoch:
-        target = _update_target_assignment(txn, group, members, group_epoch, image)[mid]
+        target = _update_target_assignment(ctx, group, members, group_epoch, image)[mid]
         target_epoch = group_epoch
     else:
         target = dict(group.target_assignment.get(mid, {}))
@@ -218,9 +221,9 @@ def _heartbeat(txn: Txn, req: ShareGroupHeartbeatRequest) -> ShareHeartbeatOutco
     # 3. Reconcile: a share member takes its target at once (Kafka's ShareGroupAssignmentBuilder).
     reconciled = _reconcile(updated, target_epoch, target, bump, image)
     if reconciled != updated:
-        txn.write(share_current_assignment_record(gid, reconciled))
+        ctx.write(share_current_assignment_record(gid, reconciled))
 
-    schedule_session_timeout(txn, gid, mid)
+    schedule_session_timeout(ctx, gid, mid)
 
     assignment: Assignment | None = None
     if joining or req.subscribed_topic_names is not None or reconciled.assigned_partitions != member.assigned_partitions:
@@ -229,10 +232,10 @@ def _heartbeat(txn: Txn, req: ShareGroupHeartbeatRequest) -> ShareHeartbeatOutco
         error_code=ErrorCode.none,
         member_id=reconciled.member_id,
         member_epoch=reconciled.member_epoch,
-        heartbeat_interval_ms=txn.config.share_heartbeat_interval_ms,
+        heartbeat_interval_ms=ctx.config.share_heartbeat_interval_ms,
         assignment=assignment,
     )
-    return ShareHeartbeatOutcome(response, maybe_initialize(txn, group, group_epoch, subscribed))
+    return ShareHeartbeatOutcome(response, maybe_initialize(ctx, group, group_epoch, subscribed))
 
 
 def _check_member_epoch(member: ShareGroupMember, received: int) -> str | None:
@@ -254,7 +257,7 @@ def _check_member_epoch(member: ShareGroupMember, received: int) -> str | None:
 
 
 def _update_target_assignment(
-    txn: Txn, group: ShareGroup, members: Mapping[str, ShareGroupMember], group_epoch: int, image: TopicsImage
+    ctx: OperationContext, group: ShareGroup, members: Mapping[str, ShareGroupMember], group_epoch: int, image: TopicsImage
 ) -> dict[str, dict[UUID, frozenset[int]]]:
     """Kafka's updateTargetAssignment with the ShareTargetAssignmentBuilder: the SimpleAssignor over
     the initialized partitions, a record per member whose target changed (or that had none), then the
@@ -268,8 +271,8 @@ def _update_target_assignment(
         new = freeze_partitions(computed.get(mid, {}))
         targets[mid] = new
         if new != group.target_assignment.get(mid):
-            txn.write(share_target_assignment_record(gid, mid, new))
-    txn.write(share_target_assignment_epoch_record(gid, group_epoch))
+            ctx.write(share_target_assignment_record(gid, mid, new))
+    ctx.write(share_target_assignment_epoch_record(gid, group_epoch))
     return targets
 
 

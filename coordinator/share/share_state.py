@@ -20,24 +20,19 @@ from uuid import UUID
 
 from kio.schema.errors import ErrorCode
 
-from coordinator.records import share_state_partition_metadata_record
-from coordinator.share.group import EMPTY_SHARE_STATE, InitMapValue, ShareGroup, ShareStatePartitionMetadata
+from coordinator.share.records import share_state_partition_metadata_record
+from coordinator.share.group import (  # noqa: F401  (the three helpers re-exported)
+    EMPTY_SHARE_STATE,
+    InitMapValue,
+    ShareGroup,
+    ShareStatePartitionMetadata,
+    combine_init_maps,
+    deletes_for,
+    partitions_to_delete,
+)
 from coordinator.share.messages import ShareStateDelete, ShareStateInit, ShareStateInitResult
 from coordinator.share.metadata import TopicsImage
-from coordinator.txn import Txn
-
-
-def combine_init_maps(first: Mapping[UUID, InitMapValue], second: Mapping[UUID, InitMapValue]) -> dict[UUID, InitMapValue]:
-    """Kafka's combineInitMaps: partitions united per topic; name and timestamp from `second` where
-    it has the topic."""
-    combined: dict[UUID, InitMapValue] = {}
-    for topic_id in set(first) | set(second):
-        old, new = first.get(topic_id), second.get(topic_id)
-        partitions = (old.partitions if old else frozenset()) | (new.partitions if new else frozenset())
-        source = new if new is not None else old
-        assert source is not None
-        combined[topic_id] = InitMapValue(source.name, partitions, source.timestamp)
-    return combined
+from coordinator.context import OperationContext
 
 
 def assignable_partitions(group: ShareGroup, image: TopicsImage) -> dict[UUID, frozenset[int]]:
@@ -109,22 +104,22 @@ def subscribed_topics_change_map(
     return change
 
 
-def maybe_initialize(txn: Txn, group: ShareGroup, group_epoch: int, subscribed: frozenset[str]) -> tuple[ShareStateInit, ...]:
+def maybe_initialize(ctx: OperationContext, group: ShareGroup, group_epoch: int, subscribed: frozenset[str]) -> tuple[ShareStateInit, ...]:
     """Kafka's maybeCreateInitializeShareGroupStateRequest: record the missing partitions as
     initializing and return them for the cluster to initialize (state epoch = group epoch)."""
-    image = txn.shard.topics_image
+    image = ctx.state.topics_image
     if not subscribed or image.is_empty():
         return ()
-    change = subscribed_topics_change_map(group, subscribed, image, txn.now, txn.config.share_initialize_retry_interval_ms)
+    change = subscribed_topics_change_map(group, subscribed, image, ctx.now, ctx.config.share_initialize_retry_interval_ms)
     if not change:
         return ()
     info = group.share_state
     if info is None:
-        txn.write(share_state_partition_metadata_record(group.group_id, change, {}, {}))
+        ctx.write(share_state_partition_metadata_record(group.group_id, change, {}, {}))
     else:
         # A topic initializing again is no longer being deleted (Kafka logs and drops it from deleting).
         deleting = {tid: name for tid, name in info.deleting.items() if tid not in change}
-        txn.write(
+        ctx.write(
             share_state_partition_metadata_record(
                 group.group_id, combine_init_maps(info.initializing, change), info.initialized, deleting
             )
@@ -145,7 +140,7 @@ def _without(topics: Mapping[UUID, InitMapValue], remove: Mapping[UUID, set[int]
     return out
 
 
-def share_state_initialized(txn: Txn, group_id: str, results: tuple[ShareStateInitResult, ...]) -> None:
+def share_state_initialized(ctx: OperationContext, group_id: str, results: tuple[ShareStateInitResult, ...]) -> None:
     """The share coordinators answered initializations: successes become initialized (Kafka's
     initializeShareGroupState), failures are dropped from initializing (uninitializeShareGroupState)
     so that the next heartbeat asks again.
@@ -154,7 +149,7 @@ def share_state_initialized(txn: Txn, group_id: str, results: tuple[ShareStateIn
     and only for partitions still initializing (a late or repeated answer, or one for a topic deleted
     meanwhile, changes nothing).
     """
-    group = txn.shard.groups.get(group_id)
+    group = ctx.state.groups.get(group_id)
     if not isinstance(group, ShareGroup) or group.share_state is None:
         return
     info = group.share_state
@@ -169,35 +164,14 @@ def share_state_initialized(txn: Txn, group_id: str, results: tuple[ShareStateIn
     if not done and not failed:
         return
     newly = {
-        tid: InitMapValue(info.initializing[tid].name, frozenset(ps), txn.now) for tid, ps in done.items()
+        tid: InitMapValue(info.initializing[tid].name, frozenset(ps), ctx.now) for tid, ps in done.items()
     }
     answered = {tid: done.get(tid, set()) | failed.get(tid, set()) for tid in set(done) | set(failed)}
     initializing = _without(info.initializing, answered)
-    txn.write(
+    ctx.write(
         share_state_partition_metadata_record(
             group_id, initializing, combine_init_maps(info.initialized, newly), info.deleting
         )
-    )
-
-
-def partitions_to_delete(info: ShareStatePartitionMetadata, image: TopicsImage) -> dict[UUID, frozenset[int]]:
-    """Kafka's shareGroupBuildPartitionDeleteRequest candidates: initialized and initializing partitions
-    (an initialization may have succeeded without the answer reaching us; deleting absent state is
-    harmless), and topics left deleting by an earlier attempt, whole, if they still exist."""
-    candidates = combine_init_maps(info.initialized, info.initializing)
-    out = {tid: v.partitions for tid, v in candidates.items()}
-    for topic_id in info.deleting:
-        topic = image.by_id.get(topic_id)
-        if topic is not None:
-            out[topic_id] = out.get(topic_id, frozenset()) | frozenset(range(topic.partitions))
-    return out
-
-
-def deletes_for(group_id: str, partitions: Mapping[UUID, frozenset[int]]) -> tuple[ShareStateDelete, ...]:
-    return tuple(
-        ShareStateDelete(group_id, topic_id, partition)
-        for topic_id in sorted(partitions)
-        for partition in sorted(partitions[topic_id])
     )
 
 
@@ -213,13 +187,13 @@ def vanished_topic_ids(groups: Mapping[str, Any], image: TopicsImage) -> frozens
     return frozenset(ids - set(image.by_id))
 
 
-def cleanup_deleted_topics(txn: Txn, deleted: frozenset[UUID]) -> tuple[ShareStateDelete, ...]:
+def cleanup_deleted_topics(ctx: OperationContext, deleted: frozenset[UUID]) -> tuple[ShareStateDelete, ...]:
     """Kafka's maybeCleanupShareGroupState: forget deleted topics in every share group's share-state
     metadata; their share partitions' state is to be deleted (by the cluster, from the answer)."""
     if not deleted:
         return ()
     deletes: list[ShareStateDelete] = []
-    for group_id, group in sorted(txn.shard.groups.items()):
+    for group_id, group in sorted(ctx.state.groups.items()):
         if not isinstance(group, ShareGroup) or group.share_state is None:
             continue
         info = group.share_state
@@ -229,7 +203,7 @@ def cleanup_deleted_topics(txn: Txn, deleted: frozenset[UUID]) -> tuple[ShareSta
         initializing = {tid: v for tid, v in info.initializing.items() if tid not in gone}
         initialized = {tid: v for tid, v in info.initialized.items() if tid not in gone}
         deleting = {tid: name for tid, name in info.deleting.items() if tid not in gone}
-        txn.write(share_state_partition_metadata_record(group_id, initializing, initialized, deleting))
+        ctx.write(share_state_partition_metadata_record(group_id, initializing, initialized, deleting))
         vanished = combine_init_maps(
             {tid: v for tid, v in info.initialized.items() if tid in gone},
             {tid: v for tid, v in info.initializing.items() if tid in gone},
