@@ -1,5 +1,5 @@
 """Partition leader: the user-topic partitions one actor leads (Produce, Fetch, ListOffsets), and
-the share groups' in-flight records on them (ShareFetch, ShareAcknowledge: cluster/share_leader.py).
+the share groups' in-flight records on them (ShareFetch, ShareAcknowledge: cluster/share/).
 
 Loading a partition opens its log and rebuilds its idempotent producers' state from the stored
 batch headers, before the partition serves.
@@ -30,7 +30,9 @@ from cluster.persister import Persister
 from cluster.producer_state import ProducerStateManager
 from cluster.routing import Router
 from cluster.runtime import LoopWakeups, SystemClock
-from cluster.share_leader import ShareFetchCall, ShareLeader, ShareOutcome
+from cluster.delayed_fetch import delayed_fetch
+from cluster.share.manager import SharePartitionManager
+from cluster.share.requests import ShareFetchCall, ShareOutcome
 
 TP = tuple[str, int]
 
@@ -61,7 +63,7 @@ class PartitionLeader:
         self.partitions: dict[TP, UserPartition] = {}
         self._log_config = user_log_config(config)
         clock = clock or SystemClock()
-        self.shares = ShareLeader(config, persister, clock, wakeups or LoopWakeups(clock), self._leading)
+        self.shares = SharePartitionManager(config, persister, clock, wakeups or LoopWakeups(clock), self._leading)
 
     # -- leadership -----------------------------------------------------------------------------
 
@@ -136,21 +138,16 @@ class PartitionLeader:
 
         Returns as soon as min_bytes are available, an error is found, or max_wait_ms passes.
         """
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max_wait_ms / 1000
-        while True:
-            outcomes, waiting_on = self._read_all(items, max_bytes)
-            available = sum(len(o.records) for o in outcomes)
-            remaining = deadline - loop.time()
+        last: list[tuple[list[FetchOutcome], list[asyncio.Event]]] = []
+
+        def try_complete() -> bool:
+            last[:] = [self._read_all(items, max_bytes)]
+            outcomes = last[0][0]
             failed = any(o.error_code != ErrorCode.none for o in outcomes)
-            if failed or available >= min_bytes or remaining <= 0 or not waiting_on:
-                return outcomes
-            waiters = [asyncio.ensure_future(event.wait()) for event in waiting_on]
-            try:
-                await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for w in waiters:
-                    w.cancel()
+            return failed or sum(len(o.records) for o in outcomes) >= min_bytes
+
+        await delayed_fetch(max_wait_ms, try_complete, lambda: last[0][1])
+        return last[0][0]
 
     def _read_all(self, items: list[tuple[str, int, int, int, int, int]], max_bytes: int):
         outcomes: list[FetchOutcome] = []

@@ -22,9 +22,14 @@ class Harness:
     def __init__(self, **config) -> None:
         self.clock = ManualClock(0)
         self.timer = ManualTimer(self.clock)
-        self.sp = SharePartition("g", TOPIC, 0, clock=self.clock, timer=self.timer, config=SharePartitionConfig(**config))
-        self.sp.initialize(-1, 0, [], reset_offset=0)
+        self.config = SharePartitionConfig(**config)
+        self.reload(-1, 0, [], reset_offset=0)
         self.expiry_writes: list[StateWrite] = []
+
+    def reload(self, start_offset: int, state_epoch: int, batches, reset_offset: int) -> None:
+        """A new copy of the share partition from this durable state (a new leader's)."""
+        self.sp = SharePartition("g", TOPIC, 0, clock=self.clock, timer=self.timer, config=self.config)
+        self.sp.initialize(start_offset, state_epoch, batches, reset_offset)
 
     def acquire(self, member: str, log: list[tuple[int, int]], max_records: int = 500) -> list[AcquiredRecords]:
         return self.sp.acquire(member, max_records, self.sp.next_fetch_offset(), log)
@@ -197,7 +202,7 @@ def test_records_of_a_closed_session_are_released():
 
 def test_recovery_rebuilds_cached_state_start_offset_and_the_gap_window():
     h = Harness()
-    h.sp.initialize(
+    h.reload(
         10,
         3,
         [
@@ -224,14 +229,14 @@ def test_recovery_rebuilds_cached_state_start_offset_and_the_gap_window():
 
 def test_no_durable_start_applies_the_auto_offset_reset_offset():
     h = Harness()
-    h.sp.initialize(-1, 1, [], reset_offset=42)  # e.g. share.auto.offset.reset=latest: the log end
+    h.reload(-1, 1, [], reset_offset=42)  # e.g. share.auto.offset.reset=latest: the log end
     assert (h.sp.start_offset, h.sp.next_fetch_offset()) == (42, 42)
     assert h.acquire("m1", [(40, 44)]) == [AcquiredRecords(42, 44, 1)]
 
 
 def test_recovered_acquired_records_are_available_again():
     h = Harness()
-    h.sp.initialize(0, 1, [StateBatch(0, 4, R.ACQUIRED, 1)], reset_offset=0)
+    h.reload(0, 1, [StateBatch(0, 4, R.ACQUIRED, 1)], reset_offset=0)
     assert h.state(0) == (R.AVAILABLE, 1, "")
 
 

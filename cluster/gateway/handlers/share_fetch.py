@@ -2,7 +2,7 @@
 
 A request runs in the member's share session on this gateway (share_sessions.py). Its
 partitions are grouped per partition-leader actor and each actor gets one call carrying the
-acknowledgements and what to fetch (cluster/share_leader.py). When one actor answers with
+acknowledgements and what to fetch (cluster/share/manager.py). When one actor answers with
 records while others are still long-polling, the others are woken, not cancelled: an actor may
 be acquiring records at that very moment, and acquired records must reach the client.
 
@@ -21,14 +21,14 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from sharestate.partition import AcknowledgementBatch
+from sharestate.state_batches import AcknowledgementBatch
 
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.handlers.common import refresh_if_unknown
 from cluster.gateway.share_sessions import FINAL_EPOCH, SessionError, SharePartitionId, ShareSession
 from cluster.routing import answer_or_none
-from cluster.share_leader import ShareFetchCall, ShareItem, ShareOutcome
+from cluster.share.requests import ShareFetchCall, ShareItem, ShareOutcome
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Share partitions on the partition leader, without Ray: a real log, a real share coordinator
+"""SharePartitionManager: share partitions on the partition leader, without Ray: a real log, a real share coordinator
 shard in process (tests/local_persister.py), a manual clock for acquisition locks."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from kio.schema.errors import ErrorCode
 from kernel.clock import ManualClock
 from sharestate.inflight import AcknowledgeType as A
 from sharestate.inflight import RecordState as R
-from sharestate.partition import AcknowledgementBatch
+from sharestate.state_batches import AcknowledgementBatch
 from sharestate.records import StateBatch
 
 from cluster.actors.partition_leader import PartitionLeader
 from cluster.config import Config
 from cluster.recordbatch import encode_records, iter_batches
 from cluster.runtime import ManualWakeups
-from cluster.share_leader import ShareFetchCall, ShareItem
+from cluster.share.requests import ShareFetchCall, ShareItem
 from tests.local_persister import LocalPersister
 
 TOPIC_ID = uuid.UUID("6f1a4b1e-2c4d-4e8f-9a0b-1c2d3e4f5a6b")
@@ -78,7 +78,7 @@ class Harness:
         return out
 
     def share(self):
-        return self.leader.shares.contexts[(GROUP, "t", 0)].share
+        return self.leader.shares.hosts[(GROUP, "t", 0)].share
 
     def durable(self):
         return self.persister.state(GROUP, TOPIC_ID, 0)
@@ -225,7 +225,7 @@ def test_a_new_leader_redelivers_what_was_not_acknowledged_and_fences_the_old_on
         # The old leader's member acknowledges late: its write is fenced by the leader epoch.
         late = await old.fetch("m1", acks=[ack(2, 3, A.ACCEPT)], fetch=False)
         assert late.acknowledge_error_code == ErrorCode.not_leader_or_follower
-        assert (GROUP, "t", 0) not in old.leader.shares.contexts
+        assert (GROUP, "t", 0) not in old.leader.shares.hosts
         assert new.durable().start_offset == 2
         await new.leader.shutdown()
 
@@ -250,7 +250,7 @@ def test_an_uninitialized_share_partition_is_an_error_and_is_tried_again(tmp_pat
         await h.produce(1)
         out = await h.fetch("m1")
         assert out.error_code == ErrorCode.unknown_server_error and out.acquired == ()
-        assert (GROUP, "t", 0) not in h.leader.shares.contexts
+        assert (GROUP, "t", 0) not in h.leader.shares.hosts
         from sharestate.messages import InitializeShareGroupStateRequest
 
         await h.persister.initialize(InitializeShareGroupStateRequest(GROUP, TOPIC_ID, 0, state_epoch=0))
@@ -292,7 +292,7 @@ def test_a_share_partition_is_evicted_only_once_no_gateway_has_a_session_for_the
         out = await h.fetch("m1", acks=[ack(2, 3, A.ACCEPT)], fetch=False, gateway=1)
         assert out.acknowledge_error_code == ErrorCode.none
         h.leader.share_evict(GROUP, [("t", 0)], gateway=1)
-        assert (GROUP, "t", 0) not in h.leader.shares.contexts
+        assert (GROUP, "t", 0) not in h.leader.shares.hosts
         await h.leader.shutdown()
 
     asyncio.run(main())
