@@ -87,11 +87,9 @@ def up(
     err.print(f"[dim]data in {data_dir.resolve()}; Ctrl-C stops the cluster cleanly[/]")
     seen = 0
     try:
-        import ray
-
         while not stop.wait(1.0):
             try:
-                seen, events = ray.get(cluster.controller.events_since.remote(seen), timeout=5)
+                seen, events = cluster.client.events_since_blocking(seen, timeout=5)
             except Exception:
                 continue
             for e in events:

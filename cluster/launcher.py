@@ -8,17 +8,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cluster.clients.controller import CONTROLLER_NAME, ControllerClient
 from cluster.config import Config
 
-CONTROLLER_NAME = "controller"
+__all__ = ["CONTROLLER_NAME", "RunningCluster", "start_cluster", "start_ray"]
 
 
 @dataclass
 class RunningCluster:
     addresses: list[str]
-    controller: Any
+    client: ControllerClient
     namespace: str
     owns_ray: bool
+
+    @property
+    def controller(self) -> Any:
+        """The controller's Ray handle, for code that routes through it (benchmarks)."""
+        return self.client.handle
 
     @property
     def bootstrap(self) -> str:
@@ -28,11 +34,11 @@ class RunningCluster:
         import ray
 
         try:
-            ray.get(self.controller.shutdown.remote(), timeout=60)
+            self.client.shutdown_blocking(timeout=60)
         except Exception as exc:  # shutting down anyway; the logs are recoverable by design
             logging.getLogger(__name__).warning("controller shutdown: %s", exc)
         try:
-            ray.kill(self.controller, no_restart=True)
+            self.client.kill()
         except Exception:
             pass
         if self.owns_ray:
@@ -81,20 +87,15 @@ def start_cluster(
 ) -> RunningCluster:
     import ray
 
-    from cluster.actors.common import ACTOR_OPTIONS
-    from cluster.actors.controller import ControllerActor
-
     namespace = config["raygroups.cluster.id"]
     owns_ray = not ray.is_initialized()
     if owns_ray:
         start_ray(namespace, address)
-    controller = ControllerActor.options(name=CONTROLLER_NAME, namespace=namespace, **ACTOR_OPTIONS).remote(
-        config, str(Path(data_dir).resolve()), host, port, namespace
-    )
+    controller = ControllerClient.spawn(config, Path(data_dir).resolve(), host, port, namespace)
     try:
-        addresses = ray.get(controller.start.remote())
+        addresses = controller.start_blocking()
     except BaseException:
-        ray.kill(controller, no_restart=True)
+        controller.kill()
         if owns_ray:
             ray.shutdown()
         raise

@@ -1,0 +1,151 @@
+"""The actor pool: the one place that spawns, watches, kills, loads and unloads actors through Ray.
+
+The controller decides; the pool carries it out. `ActorPool` is what the controller needs (a fake
+one drives the controller in unit tests without Ray); `RayActorPool` is the real one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Protocol
+
+import ray
+from ray.exceptions import RayActorError
+
+from cluster.actors.common import ACTOR_OPTIONS, ActorKind
+from cluster.config import Config
+from cluster.leadership import Leadership
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+# Actors that route calls to other actors and so follow the leadership map.
+LEADERSHIP_FOLLOWERS = frozenset({ActorKind.GATEWAY, ActorKind.PARTITION_LEADER, ActorKind.GROUP_COORDINATOR})
+
+
+class ActorPool(Protocol):
+    def spawn(self, kind: ActorKind, name: str) -> Any: ...
+
+    def spawn_gateway(self, name: str, node_id: int, host: str, port: int) -> Any: ...
+
+    async def start_gateway(self, handle: Any, leadership: Leadership) -> tuple[str, int]: ...
+
+    async def info(self, handle: Any, timeout: float | None = None) -> dict[str, Any]: ...
+
+    async def watch(self, handle: Any) -> None:
+        """Return once the actor is dead."""
+
+    def kill(self, handle: Any) -> None: ...
+
+    async def load(self, handle: Any, items: list[tuple[str, int, int]]) -> list[str]: ...
+
+    async def unload(self, handle: Any, items: list[TP]) -> None: ...
+
+    async def delete(self, handle: Any, items: list[TP]) -> None: ...
+
+    async def update_leadership(self, handle: Any, leadership: Leadership, timeout: float) -> None: ...
+
+    async def shutdown(self, handle: Any, timeout: float) -> None: ...
+
+    async def pause(self, node_id: str, pid: int, seconds: float) -> tuple[float, float]: ...
+
+
+class RayActorPool:
+    def __init__(self, config: Config, data_dir: Path, namespace: str) -> None:
+        self.config = config
+        self.data_dir = data_dir
+        self.namespace = namespace
+        self._incarnations: Counter[str] = Counter()
+
+    def _controller(self) -> Any:
+        return ray.get_runtime_context().current_actor
+
+    def spawn(self, kind: ActorKind, name: str) -> Any:
+        from cluster.actors.group_coordinator import GroupCoordinatorActor
+        from cluster.actors.partition_leader import PartitionLeaderActor
+        from cluster.actors.share_coordinator import ShareCoordinatorActor
+
+        cls = {
+            ActorKind.GROUP_COORDINATOR: GroupCoordinatorActor,
+            ActorKind.SHARE_COORDINATOR: ShareCoordinatorActor,
+            ActorKind.PARTITION_LEADER: PartitionLeaderActor,
+        }[kind]
+        args: tuple[Any, ...] = (name, self.config, str(self.data_dir))
+        if kind in LEADERSHIP_FOLLOWERS:
+            args += (self._controller(),)
+        return cls.options(name=name, namespace=self.namespace, scheduling_strategy="SPREAD", **ACTOR_OPTIONS).remote(*args)
+
+    def spawn_gateway(self, name: str, node_id: int, host: str, port: int) -> Any:
+        from cluster.actors.gateway import GatewayActor
+
+        # Each incarnation under its own Ray name: after a death Ray did not order (SIGKILL, OOM)
+        # it keeps the old name registered for a while, and re-using it fails the restart.
+        incarnation = self._incarnations[name]
+        self._incarnations[name] += 1
+        ray_name = name if incarnation == 0 else f"{name}.{incarnation}"
+        return GatewayActor.options(name=ray_name, namespace=self.namespace, **ACTOR_OPTIONS).remote(
+            node_id, host, port, self.config, self._controller()
+        )
+
+    async def start_gateway(self, handle: Any, leadership: Leadership) -> tuple[str, int]:
+        return await handle.start.remote(leadership)
+
+    async def info(self, handle: Any, timeout: float | None = None) -> dict[str, Any]:
+        return await _with_timeout(handle.info.remote(), timeout)
+
+    async def watch(self, handle: Any) -> None:
+        try:
+            await handle.wait_forever.remote()
+        except RayActorError:
+            pass
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # any other failure of the call also means the actor is gone
+            log.exception("watch of an actor failed")
+
+    def kill(self, handle: Any) -> None:
+        ray.kill(handle, no_restart=True)
+
+    async def load(self, handle: Any, items: list[tuple[str, int, int]]) -> list[str]:
+        return await handle.load.remote(items)
+
+    async def unload(self, handle: Any, items: list[TP]) -> None:
+        await handle.unload.remote(items)
+
+    async def delete(self, handle: Any, items: list[TP]) -> None:
+        await handle.delete.remote(items)
+
+    async def update_leadership(self, handle: Any, leadership: Leadership, timeout: float) -> None:
+        await _with_timeout(handle.update_leadership.remote(leadership), timeout)
+
+    async def shutdown(self, handle: Any, timeout: float) -> None:
+        await _with_timeout(handle.shutdown.remote(), timeout)
+
+    async def pause(self, node_id: str, pid: int, seconds: float) -> tuple[float, float]:
+        """Signals come from a task on the actor's own node, so this works wherever it runs."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
+        return await _pause_process.options(scheduling_strategy=strategy).remote(pid, seconds)
+
+
+@ray.remote(num_cpus=0, max_retries=0)
+def _pause_process(pid: int, seconds: float) -> tuple[float, float]:
+    import os
+    import signal
+
+    os.kill(pid, signal.SIGSTOP)
+    stopped_at = time.time()
+    try:
+        time.sleep(seconds)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    return stopped_at, time.time()
+
+
+async def _with_timeout(awaitable: Any, seconds: float | None) -> Any:
+    return await asyncio.wait_for(asyncio.ensure_future(awaitable), seconds)

@@ -1,0 +1,344 @@
+"""The reconcile loop: drives the actual leadership map to the desired one, level-triggered.
+
+Ray Serve's controller is the model. Rather than reacting once to each event (a death, a failed
+load) and forgetting it when the reaction fails, every pass compares what is (the actors and their
+states, who was told to lead what, which loads failed) with what should be (`placement`), and does
+the difference. A failure leaves a difference behind, which a later pass tries again after a backoff:
+a gateway that could not restart, a partition whose load failed (a full disk, a corrupt log).
+Events only wake the loop early.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cluster.actor_pool import LEADERSHIP_FOLLOWERS, ActorPool
+from cluster.actor_state import ActorEntry, ActorState
+from cluster.actors.common import ActorKind, kind_for_topic
+from cluster.config import Config
+from cluster.leadership import GatewayAddress, Leadership
+from cluster.metadata import ClusterMetadata
+from cluster.placement import LiveActor, desired_leadership, missing_actors, retry_delay
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+KIND_COUNT_SETTING = {
+    ActorKind.GROUP_COORDINATOR: "raygroups.coordinators",
+    ActorKind.SHARE_COORDINATOR: "raygroups.share.coordinators",
+    ActorKind.PARTITION_LEADER: "raygroups.partition.leaders",
+}
+
+
+@dataclass(slots=True)
+class FailedLoad:
+    failures: int
+    retry_at: float
+    error: str
+
+
+class Reconciler:
+    def __init__(
+        self,
+        pool: ActorPool,
+        config: Config,
+        meta: Callable[[], ClusterMetadata],
+        bump_epochs: Callable[[list[TP]], Awaitable[dict[TP, int]]],
+        event: Callable[[str, str], None],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.pool = pool
+        self.config = config
+        self.meta = meta
+        self.bump_epochs = bump_epochs
+        self.event = event
+        self.clock = clock
+        self.actors: dict[str, ActorEntry] = {}
+        self.leaders: dict[TP, str] = {}  # who was told to lead each partition
+        self.failed_loads: dict[TP, FailedLoad] = {}
+        self.version = 0
+        self.lock = asyncio.Lock()
+        self.stopping = False
+        self._wake = asyncio.Event()
+        self._watchers: dict[str, asyncio.Task] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._next_index: Counter[ActorKind] = Counter()
+        self._spawn_failures: Counter[ActorKind] = Counter()
+        self._spawn_at: dict[ActorKind, float] = {}
+        self._failed_passes = 0
+        self._pass_at = 0.0
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        while not self.stopping:
+            due = self._next_due()
+            try:
+                await asyncio.wait_for(self._wake.wait(), None if due is None else max(0.0, due - self.clock()))
+            except asyncio.TimeoutError:
+                pass
+            self._wake.clear()
+            if self.stopping:
+                return
+            try:
+                async with self.lock:
+                    await self.step()
+                self._failed_passes = 0
+            except Exception:
+                self._failed_passes += 1
+                self._pass_at = self.clock() + retry_delay(self._failed_passes)
+                log.exception("reconcile pass failed; the next one tries again")
+
+    def _next_due(self) -> float | None:
+        times = [f.retry_at for f in self.failed_loads.values()]
+        times += [e.restart_at for e in self.actors.values() if e.kind is ActorKind.GATEWAY and e.state is ActorState.DEAD]
+        times += [self._spawn_at[k] for k in self._missing() if k in self._spawn_at]
+        if self._failed_passes:
+            times.append(self._pass_at)
+        return min(times) if times else None
+
+    async def step(self, reason: str = "placement") -> None:
+        """One pass (the caller holds the lock): restart, replace, place, retry."""
+        now = self.clock()
+        if not self.stopping:
+            for entry in list(self.actors.values()):
+                if entry.kind is ActorKind.GATEWAY and entry.state is ActorState.DEAD and entry.restart_at <= now:
+                    self._restart_gateway(entry)
+            for kind, count in self._missing().items():
+                if self._spawn_at.get(kind, 0.0) <= now:
+                    for _ in range(count):
+                        self._track(self.bring_up(self.spawn(kind)))
+        await self._place(reason)
+        await self._retry_loads(now)
+
+    def _missing(self) -> dict[ActorKind, int]:
+        if not self.config["raygroups.actor.replace"]:
+            return {}
+        wanted = {kind: self.config[setting] for kind, setting in KIND_COUNT_SETTING.items()}
+        return missing_actors(wanted, Counter(e.kind for e in self.actors.values() if e.alive))
+
+    async def _place(self, reason: str) -> None:
+        live = [LiveActor(e.name, e.kind, e.node_id) for e in self.actors.values() if e.ready and e.kind is not ActorKind.GATEWAY]
+        desired = desired_leadership(list(self.meta().leader_epochs), self.leaders, live)
+        starting = {e.kind for e in self.actors.values() if e.state is ActorState.STARTING}
+        # Partitions whose leader is gone and no actor of their kind lives or is on its way.
+        lost = [tp for tp in self.leaders if tp not in desired and kind_for_topic(tp[0]) not in starting]
+        if lost:
+            for kind, count in Counter(kind_for_topic(tp[0]) for tp in lost).items():
+                self.event("unavailable", f"no live {kind.value} actor for {count} partitions")
+            for tp in lost:
+                del self.leaders[tp]
+                self.failed_loads.pop(tp, None)
+            await self.publish()
+        by_origin: dict[str | None, dict[TP, str]] = {}
+        for tp, name in desired.items():
+            if self.leaders.get(tp) != name:
+                by_origin.setdefault(self.leaders.get(tp), {})[tp] = name
+        for origin, placement in sorted(by_origin.items(), key=lambda item: item[0] or ""):
+            dead = self.actors.get(origin) if origin is not None else None
+            if dead is None or dead.alive:
+                await self.move(placement, reason=reason)
+                continue
+            await self.move(placement, reason=f"failover from {origin}")
+            took = (time.time() - (dead.died_at or time.time())) * 1000
+            self.event("failover", f"{len(placement)} partitions of {origin} moved in {took:.0f} ms")
+
+    async def move(self, placement: dict[TP, str], reason: str) -> None:
+        """Give each partition its new leader at a bumped epoch (the caller holds the lock)."""
+        if not placement:
+            return
+        # Release first: two live actors must never append to one log.
+        releases: dict[str, list[TP]] = {}
+        for tp, new in placement.items():
+            old = self.leaders.get(tp)
+            if old is not None and old != new and old in self.actors and self.actors[old].alive:
+                releases.setdefault(old, []).append(tp)
+        epochs = await self.bump_epochs(list(placement))
+        for tp, name in placement.items():
+            self.leaders[tp] = name
+            self.failed_loads.pop(tp, None)
+        await self.publish()
+        await asyncio.gather(
+            *(self.pool.unload(self.actors[name].handle, tps) for name, tps in releases.items()), return_exceptions=True
+        )
+        loads: dict[str, list[tuple[str, int, int]]] = {}
+        for tp, name in placement.items():
+            if tp in epochs:
+                loads.setdefault(name, []).append((tp[0], tp[1], epochs[tp]))
+        results = await asyncio.gather(
+            *(self.pool.load(self.actors[name].handle, items) for name, items in loads.items()), return_exceptions=True
+        )
+        for (name, items), result in zip(loads.items(), results):
+            if isinstance(result, BaseException):
+                log.error("%s failed to load its partitions: %s", name, result)
+                self.event("load-failed", f"{name} could not load its partitions: {result}")
+                retry_at = self.clock() + retry_delay(1)
+                for topic, p, _ in items:
+                    self.failed_loads[(topic, p)] = FailedLoad(1, retry_at, str(result))
+                self.wake()
+            else:
+                for line in result or ():
+                    self.event("log-recovered", line)
+        self.event("leadership", f"{len(placement)} partitions placed ({reason})")
+
+    async def _retry_loads(self, now: float) -> None:
+        """Load again, one partition a call, what failed to load where it still belongs."""
+        due = [tp for tp, failure in self.failed_loads.items() if failure.retry_at <= now]
+
+        async def retry(tp: TP) -> None:
+            failure = self.failed_loads[tp]
+            entry = self.actors.get(self.leaders.get(tp, ""))
+            epoch = self.meta().leader_epochs.get(tp)
+            if entry is None or not entry.ready or epoch is None:
+                del self.failed_loads[tp]  # moved, deleted or its actor died: placement handles it
+                return
+            try:
+                lines = await self.pool.load(entry.handle, [(tp[0], tp[1], epoch)])
+            except Exception as exc:
+                failure.failures += 1
+                failure.retry_at = self.clock() + retry_delay(failure.failures)
+                failure.error = str(exc)
+                log.warning("%s-%d still does not load on %s (%d tries): %s", tp[0], tp[1], entry.name, failure.failures, exc)
+                return
+            del self.failed_loads[tp]
+            for line in lines or ():
+                self.event("log-recovered", line)
+            self.event("load-retried", f"{tp[0]}-{tp[1]} loaded on {entry.name} after {failure.failures + 1} tries")
+
+        await asyncio.gather(*(retry(tp) for tp in due))
+
+    # -- actors -----------------------------------------------------------------------------------
+
+    def spawn(self, kind: ActorKind) -> ActorEntry:
+        name = f"{kind.value}-{self._next_index[kind]}"
+        self._next_index[kind] += 1
+        entry = ActorEntry(name, kind, self.pool.spawn(kind, name))
+        self.actors[name] = entry
+        return entry
+
+    async def bring_up(self, entry: ActorEntry) -> None:
+        """Wait until a spawned actor answers, then watch it."""
+        try:
+            await self._await_ready(entry)
+        except Exception as exc:
+            log.error("%s did not start: %s", entry.name, exc)
+            self._spawn_failures[entry.kind] += 1
+            self._spawn_at[entry.kind] = self.clock() + retry_delay(self._spawn_failures[entry.kind])
+            self.died(entry, entry.handle)
+            return
+        self._spawn_failures[entry.kind] = 0
+        self.wake()
+
+    async def _await_ready(self, entry: ActorEntry) -> None:
+        info = await self.pool.info(entry.handle)
+        entry.node_id = info["node_id"]
+        entry.pid = info.get("pid")
+        entry.move_to(ActorState.READY)
+        handle = entry.handle
+        self._watchers[entry.name] = asyncio.get_running_loop().create_task(self._watch(entry, handle))
+
+    def spawn_gateway(self, node_id: int, host: str, port: int) -> ActorEntry:
+        name = f"gateway-{node_id}"
+        handle = self.pool.spawn_gateway(name, node_id, host, port)
+        entry = ActorEntry(name, ActorKind.GATEWAY, handle, gateway=GatewayAddress(node_id, host, port))
+        self.actors[name] = entry
+        return entry
+
+    async def start_gateway(self, entry: ActorEntry) -> None:
+        host, port = await self.pool.start_gateway(entry.handle, self.snapshot())
+        entry.gateway = GatewayAddress(entry.gateway.node_id, host, port)
+        await self._await_ready(entry)
+        await self.publish()
+
+    def _restart_gateway(self, entry: ActorEntry) -> None:
+        """A broker restart as clients see it: same node id, same port."""
+        address = entry.gateway
+        entry.move_to(ActorState.RESTARTING)
+        entry.handle = self.pool.spawn_gateway(entry.name, address.node_id, address.host, address.port)
+        entry.started_at = time.time()
+        self._track(self._restart(entry))
+
+    async def _restart(self, entry: ActorEntry) -> None:
+        handle = entry.handle
+        try:
+            await self.start_gateway(entry)
+        except Exception as exc:
+            entry.failed_restarts += 1
+            delay = retry_delay(entry.failed_restarts)
+            log.warning("%s did not restart (%d tries), again in %.1f s: %s", entry.name, entry.failed_restarts, delay, exc)
+            try:
+                self.pool.kill(handle)
+            except Exception:
+                pass
+            self.died(entry, handle, quiet=True)
+            entry.restart_at = self.clock() + delay
+            return
+        entry.failed_restarts = 0
+        self.event("gateway-restarted", f"{entry.name} listening again on {entry.gateway.host}:{entry.gateway.port}")
+
+    async def _watch(self, entry: ActorEntry, handle: Any) -> None:
+        await self.pool.watch(handle)
+        if not self.stopping:
+            self.died(entry, handle)
+
+    def died(self, entry: ActorEntry, handle: Any, quiet: bool = False) -> None:
+        """Record a death (of this incarnation only: a restarted gateway has a new handle)."""
+        if entry.handle is not handle or entry.state is ActorState.DEAD:
+            return
+        entry.move_to(ActorState.DEAD)
+        entry.died_at = time.time()
+        entry.restart_at = self.clock()
+        self._watchers.pop(entry.name, None)
+        if not quiet:
+            self.event("actor-died", f"{entry.name} died")
+        self.wake()
+
+    def _track(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def idle(self) -> None:
+        """Until the actors being started or restarted have come up or failed (for tests)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def stop(self) -> None:
+        self.stopping = True
+        self.wake()
+        for task in [*self._watchers.values(), *self._tasks]:
+            task.cancel()
+
+    # -- the map as routers see it ----------------------------------------------------------------
+
+    def snapshot(self) -> Leadership:
+        meta = self.meta()
+        return Leadership(
+            version=self.version,
+            cluster_id=self.config["raygroups.cluster.id"],
+            gateways=sorted(
+                (e.gateway for e in self.actors.values() if e.kind is ActorKind.GATEWAY and e.gateway and e.ready),
+                key=lambda g: g.node_id,
+            ),
+            topics=dict(meta.topics),
+            leaders={tp: (name, meta.leader_epochs.get(tp, 0)) for tp, name in self.leaders.items()},
+            handles={e.name: e.handle for e in self.actors.values() if e.alive and e.kind is not ActorKind.GATEWAY},
+        )
+
+    async def publish(self) -> None:
+        """Push the map to everyone who routes: gateways, and the actors that call share coordinators."""
+        self.version += 1
+        snapshot = self.snapshot()
+        followers = [e for e in self.actors.values() if e.kind in LEADERSHIP_FOLLOWERS and e.ready]
+        await asyncio.gather(
+            *(self.pool.update_leadership(e.handle, snapshot, 5) for e in followers), return_exceptions=True
+        )
