@@ -311,11 +311,11 @@ class ClassicGroup:
         return None
 
     def offset_expired(self, now: int, value: OffsetCommitValue, retention_ms: int) -> bool:
-        if value.expire_timestamp >= 0:  # an old client asked for its own retention
+        if self.protocol_type and not self.is_in(_S.EMPTY):
+            return False  # Kafka: a live group has no expiration condition, whatever the commit asked
+        if value.expire_timestamp >= 0:  # an old client (OffsetCommit v2-v4) asked for its own retention
             return now >= value.expire_timestamp
         if self.protocol_type:
-            if not self.is_in(_S.EMPTY):
-                return False  # a live group keeps its offsets
             base = self.state_timestamp  # retention counts from when the group became Empty
         else:
             base = value.commit_timestamp  # a simple group: from the commit itself

@@ -20,6 +20,8 @@ from coordinator.classic.messages import (
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
+from coordinator.classic.rebalance import reschedule_heartbeat
+from coordinator.classic.state import ClassicGroupState as S
 from coordinator.group import Group
 from coordinator.classic.records import OffsetCommitValue, group_tombstone, offset_commit_record, offset_tombstone
 from coordinator.context import OperationContext
@@ -36,6 +38,11 @@ def commit_offsets(ctx: OperationContext, req: OffsetCommitRequest) -> OffsetCom
             error = ErrorCode.group_id_not_found if req.api_version >= 9 else ErrorCode.illegal_generation
     else:
         error = group.validate_offset_commit(req)
+    if error is None and req.generation_id >= 0:
+        live = ctx.group(req.group_id)
+        if live.is_in(S.STABLE, S.PREPARING_REBALANCE):
+            # Kafka's classic commit path: a member that commits is alive, as if it had heartbeated.
+            reschedule_heartbeat(ctx, live, req.member_id)
     topics = []
     for topic, partitions in req.topics:
         answers = []
@@ -44,7 +51,7 @@ def commit_offsets(ctx: OperationContext, req: OffsetCommitRequest) -> OffsetCom
                 answers.append((p.partition, error))
                 continue
             metadata = p.metadata or ""
-            if len(metadata.encode()) > ctx.config.offset_metadata_max_bytes:
+            if len(metadata) > ctx.config.offset_metadata_max_bytes:  # Kafka: String.length(), not bytes
                 answers.append((p.partition, ErrorCode.offset_metadata_too_large))
                 continue
             expire = ctx.now + req.retention_time_ms if req.retention_time_ms >= 0 else -1
