@@ -250,6 +250,8 @@ class GroupCoordinatorShard:
         ctx = OperationContext(self)
         for group in self.groups.values():
             group.arm_sessions(ctx)
+        for group_id in sorted(self.groups):
+            rebalance.rebalance_if_over_capacity(ctx, group_id)
         ctx.timers.append(self._offsets_cleanup())
         return ctx.result()
 

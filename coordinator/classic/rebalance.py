@@ -252,3 +252,11 @@ def expire_heartbeat(ctx: OperationContext, group: ClassicGroup, member_id: str)
         remove_pending_member_and_update_group(ctx, group, member_id)
     elif group.has_member(member_id) and not group.member(member_id).has_satisfied_heartbeat():
         remove_member_and_update_group(ctx, group, member_id, f"member {member_id} session expired")
+
+
+def rebalance_if_over_capacity(ctx: OperationContext, group_id: str) -> None:
+    """Kafka's onLoaded: a freshly loaded classic group above group.max.size (lowered meanwhile)
+    rebalances, giving its consumers a chance to commit before the last joiners are turned away."""
+    group = ctx.group(group_id)
+    if isinstance(group, ClassicGroup) and group.num_members > ctx.config.max_size and group.can_rebalance():
+        prepare_rebalance(ctx, ctx.edit(group_id), f"freshly-loaded group {group_id} is over capacity")

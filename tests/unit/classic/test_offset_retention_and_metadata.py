@@ -36,3 +36,17 @@ def test_an_accepted_offset_commit_refreshes_the_members_session():
         ctx.advance(4_000)
         ctx.commit({("t", 0): offset}, member_id=m1, generation=1)
     assert m1 in ctx.group().members and ctx.group().generation_id == 1
+
+
+def test_a_group_above_group_max_size_when_its_partition_loads_starts_a_rebalance():
+    """Kafka's onLoaded: a classic group over capacity (group.max.size lowered) prepares a rebalance."""
+    live = Context()
+    log = []
+    live.run = lambda result, run=live.run: (log.extend(result.records), run(result))[1]  # keep every record
+    stable_group_of(live, 2)
+    loaded = Context(max_size=1)
+    for record in log:
+        if not record.key.__class__.__name__.endswith("StateKey"):  # only what the log holds
+            loaded.shard.replay(record)
+    loaded.run(loaded.shard.on_loaded())
+    assert loaded.group().state.value == "PreparingRebalance" and loaded.group().generation_id == 1
