@@ -102,9 +102,10 @@ class Reconciler:
         times = [f.retry_at for f in self.failed_loads.values()]
         times += [e.restart_at for e in self.actors.values() if e.kind is ActorKind.GATEWAY and e.state is ActorState.DEAD]
         times += [self._spawn_at[k] for k in self._missing() if k in self._spawn_at]
-        if self._failed_passes:
-            times.append(self._pass_at)
-        return min(times) if times else None
+        due = min(times) if times else None
+        if self._failed_passes:  # a pass that raised is not retried before its backoff
+            due = max(due or 0.0, self._pass_at)
+        return due
 
     async def step(self, reason: str = "placement") -> None:
         """One pass (the caller holds the lock): restart, replace, place, retry."""
