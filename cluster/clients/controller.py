@@ -76,6 +76,11 @@ class ControllerClient:
     async def kill_actor(self, name: str) -> str:
         return await self.handle.kill.remote(name)
 
+    def kill_actor_soon(self, name: str) -> None:
+        """Send the kill without waiting for it: the actor killed may be the caller's own gateway,
+        which must first write its answer (see the admin handler's after_reply)."""
+        self.handle.kill.remote(name)
+
     async def move(self, topic: str, partition: int, actor: str) -> int:
         return await self.handle.move.remote(topic, partition, actor)
 
