@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from cluster.clients.controller import ControllerClient
 from cluster.clients.coordinator import CoordinatorClient
 from cluster.clients.partition_leader import PartitionLeaderClient
 from cluster.config import Config
@@ -31,9 +32,9 @@ class Gateway:
         self.node_id = node_id
         self.name = f"gateway-{node_id}"
         self.config = config
-        self.controller = controller
+        self.controller = ControllerClient(controller)
         self.router = Router(controller, leadership)
-        self.producer_ids = producer_ids.from_controller(controller, self.name)
+        self.producer_ids = producer_ids.from_controller(self.controller, self.name)
         self.share_sessions = ShareSessionCache(config["group.share.max.share.sessions"])
         self.persister = Persister(self.router, config["share.coordinator.state.topic.num.partitions"])
         self.coordinators = CoordinatorClient(self.router, config["offsets.topic.num.partitions"], self.persister)

@@ -67,10 +67,10 @@ class ProducerIdAllocator:
 
 
 def from_controller(controller: Any, gateway_name: str) -> ProducerIdAllocator:
-    """An allocator whose blocks come from the controller actor."""
+    """An allocator whose blocks come from the controller (a ControllerClient)."""
 
     async def request_block() -> ProducerIdBlock:
-        reply = asyncio.ensure_future(controller.allocate_producer_ids.remote(gateway_name))
+        reply = asyncio.ensure_future(controller.allocate_producer_ids(gateway_name))
         return await asyncio.wait_for(reply, CONTROLLER_TIMEOUT_S)
 
     return ProducerIdAllocator(request_block)

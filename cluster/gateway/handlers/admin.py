@@ -6,12 +6,10 @@ or {"ok": false, "error": "one line"}. Documented in PROTOCOL.md §1 (raygroups 
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import msgpack
 
-from cluster.actors.common import ActorKind
 
 
 async def admin(gw: Any, request: Any) -> bytes:
@@ -24,24 +22,24 @@ async def admin(gw: Any, request: Any) -> bytes:
     controller = gw.controller
     try:
         if op == "status":
-            result: Any = await controller.status.remote()
+            result: Any = await controller.status()
             result["gateway"] = {"node_id": gw.node_id, "refreshes": gw.router.refreshes}
             result["groups"] = await _groups_by_type_and_state(gw)
         elif op == "actors":
-            result = await controller.actors_info.remote()
+            result = await controller.actors_info()
         elif op == "kill" and args["name"] == gw.name:
             # This very gateway: check the kill is allowed, answer, and only then have it done,
             # or the connection dies before the operator hears that it worked.
-            result = await controller.check_kill.remote(args["name"])
-            request.after_reply = lambda: controller.kill.remote(args["name"])
+            result = await controller.check_kill(args["name"])
+            request.after_reply = lambda: controller.kill_actor_soon(args["name"])
         elif op == "kill":
-            result = await controller.kill.remote(args["name"])
+            result = await controller.kill_actor(args["name"])
         elif op == "move":
-            result = await controller.move.remote(args["topic"], int(args["partition"]), args["actor"])
+            result = await controller.move(args["topic"], int(args["partition"]), args["actor"])
         elif op == "pause":
-            result = await controller.pause.remote(args["name"], float(args["seconds"]))
+            result = await controller.pause(args["name"], float(args["seconds"]))
         elif op == "events":
-            result = await controller.events_since.remote(int(args.get("since", 0)))
+            result = await controller.events_since(int(args.get("since", 0)))
         else:
             return msgpack.packb({"ok": False, "error": f"unknown admin op {op!r}"})
     except Exception as exc:  # KeyError from the controller carries the user-facing message
@@ -53,13 +51,8 @@ async def admin(gw: Any, request: Any) -> bytes:
 
 async def _groups_by_type_and_state(gw: Any) -> dict[str, dict[str, int]]:
     """{group type: {state: count}} over every group coordinator (ListGroups without filters)."""
-    handles = [h for name, h in gw.leadership.handles.items() if name.startswith(ActorKind.GROUP_COORDINATOR.value)]
-    answers = await asyncio.gather(*(h.list_groups.remote((), ()) for h in handles), return_exceptions=True)
     counts: dict[str, dict[str, int]] = {}
-    for answer in answers:
-        if isinstance(answer, BaseException):
-            continue
-        for group in answer[1]:
-            by_state = counts.setdefault(group.group_type, {})
-            by_state[group.state] = by_state.get(group.state, 0) + 1
+    for group in (await gw.coordinators.list_groups()).groups:
+        by_state = counts.setdefault(group.group_type, {})
+        by_state[group.state] = by_state.get(group.state, 0) + 1
     return counts

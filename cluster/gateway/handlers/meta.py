@@ -99,7 +99,7 @@ async def metadata(gw: Any, request: Request) -> Any:
         creatable = [n for n in missing if validate_topic_name(n) is None]
         if creatable:
             specs = [TopicSpec(n, gw.config["num.partitions"]) for n in creatable]
-            await gw.controller.create_topics.remote(specs)
+            await gw.controller.create_topics(specs)
             await gw.router.refresh()
     topics = []
     for name in names:

@@ -21,7 +21,7 @@ async def create_topics(gw: Any, request: Request) -> Any:
             partitions = len(t.assignments)
         configs = {c.name: c.value for c in t.configs if c.value is not None}
         specs.append(TopicSpec(t.name, partitions, t.replication_factor, configs))
-    outcomes = await gw.controller.create_topics.remote(specs, bool(getattr(body, "validate_only", False)))
+    outcomes = await gw.controller.create_topics(specs, bool(getattr(body, "validate_only", False)))
     await gw.router.refresh()
     return build_response(
         ApiKey.CREATE_TOPICS,
@@ -58,7 +58,7 @@ async def delete_topics(gw: Any, request: Request) -> Any:
         names = list(body.topic_names)
         topic_ids = [None] * len(names)
     known = [n for n in names if n is not None]
-    outcomes = {o.name: o for o in await gw.controller.delete_topics.remote(known)} if known else {}
+    outcomes = {o.name: o for o in await gw.controller.delete_topics(known)} if known else {}
     await gw.router.refresh()
     responses = []
     for name, topic_id in zip(names, topic_ids):
@@ -78,7 +78,7 @@ async def create_partitions(gw: Any, request: Request) -> Any:
     body = request.body
     results = []
     for t in body.topics:
-        o = await gw.controller.create_partitions.remote(t.name, t.count, bool(body.validate_only))
+        o = await gw.controller.create_partitions(t.name, t.count, bool(body.validate_only))
         results.append({"name": t.name, "error_code": o.error_code, "error_message": o.message})
     await gw.router.refresh()
     return build_response(ApiKey.CREATE_PARTITIONS, request.api_version, {"results": results})
