@@ -5,7 +5,10 @@ Two ways to see it (docs/experiments.md, invariant 5):
   unless the partition's leadership moved between them (a kill, move, restart or node loss
   listing it, injected before the second arrived and not yet recovered when the first was asked
   for): a count is durable only once an acknowledgement or release is written, so the new leader
-  counts on from the written state and may hand the same count out again;
+  counts on from the written state and may hand the same count out again; or unless the first
+  holder never acknowledged it and its share session may have closed between (it stopped, was
+  fenced, or a fault dropped connections): records released because their session closed give
+  their delivery back (KAFKA-17541, Kafka 4.1+);
 - a delivery to member B asked for after A's delivery arrived and arriving before A's
   acknowledgement, which then succeeded, was sent: A still held the record when B got it.
 """
@@ -30,11 +33,12 @@ def double_acquisition(run: RunData) -> Verdict:
     if not checked:
         return not_applicable(NAME, TITLE, "no share group received records")
     moves = leadership_moves(run)
+    closed = session_ends(run)
     evidence = Evidence()
     violations = 0
     excused = 0
     for (group, topic, partition, offset), record in redelivered(run).items():
-        found, moved = held_twice(record, moves.get(f"{topic}-{partition}", []))
+        found, moved = held_twice(record, moves.get(f"{topic}-{partition}", []), closed)
         excused += moved
         if found is not None:
             violations += 1
@@ -45,15 +49,34 @@ def double_acquisition(run: RunData) -> Verdict:
     else:
         summary = f"{plural(checked, 'share record')}, each held by one member at a time"
     if excused:
-        summary += f" ({plural(excused, 'same-count redelivery', 'same-count redeliveries')} across a leader change)"
+        summary += f" ({plural(excused, 'same-count redelivery', 'same-count redeliveries')} across a leader change or a closed session)"
     return judged(NAME, TITLE, checked, violations, evidence, summary)
 
 
-def held_twice(record: ShareRecord, moves: list[Move]) -> tuple[tuple[str, list[Row]] | None, int]:
+def session_ends(run: RunData) -> dict[str | None, list[int]]:
+    """When a member's share session may have closed: member -> times (None: every member's, a
+    fault may drop any connection)."""
+    out: dict[str | None, list[int]] = {None: [f["time"] for f in run.rows("fault")]}
+    for kind in ("member_stop", "fenced"):
+        for row in run.rows(kind):
+            out.setdefault(row["member"], []).append(row["time"])
+    return out
+
+
+def held_twice(
+    record: ShareRecord, moves: list[Move], closed: dict[str | None, list[int]] | None = None
+) -> tuple[tuple[str, list[Row]] | None, int]:
     """((why, rows) of the first double acquisition or None, how many same-count pairs a leader
     change explained)."""
     excused = 0
     by_count: dict[int, Row] = {}
+    acknowledged = [id(h) for a in record.acks if a["error"] == "NONE" if (h := acked_delivery(a, record.deliveries))]
+    closed = closed or {}
+
+    def session_closed(first: Row, second: Row) -> bool:
+        times = closed.get(first["member"], []) + closed.get(None, [])
+        return id(first) not in acknowledged and any(asked_at(first) <= t <= second["time"] for t in times)
+
     for d in record.deliveries:
         if d["delivery_count"] is None:
             continue
@@ -61,7 +84,7 @@ def held_twice(record: ShareRecord, moves: list[Move]) -> tuple[tuple[str, list[
         by_count[d["delivery_count"]] = d
         if earlier is None:
             continue
-        if any(m.straddles(asked_at(earlier), d["time"]) for m in moves):
+        if any(m.straddles(asked_at(earlier), d["time"]) for m in moves) or session_closed(earlier, d):
             excused += 1
             continue
         return (f"delivered twice with delivery count {d['delivery_count']}, no leader change between",

@@ -142,10 +142,12 @@ def test_a_killed_consumers_records_go_to_the_others(cluster):
         holder.kill()
     seen = Deliveries([holder, *procs])
     assert set(seen.by_record) == produced
-    assert seen.held_twice() == []
+    assert seen.held_twice(closed=("holder",)) == []
     for key in held:
+        # Its connection dropped, so its session closed and its records gave their delivery back
+        # (KAFKA-17541): the next consumer gets them with delivery count 1 again.
         others = [d for d in seen.by_record[key] if d["who"] != "holder"]
-        assert others and min(d["dc"] for d in others) == 2, (key, seen.by_record[key])
+        assert others and min(d["dc"] for d in others) == 1, (key, seen.by_record[key])
     assert_all_done(cluster, group, topic, produced)
 
 

@@ -14,6 +14,7 @@ from tests.unit.check.runbuilder import (
     M0,
     M1,
     S0,
+    SHARE,
     S1,
     TOPIC,
     judge,
@@ -134,3 +135,13 @@ def test_topics_a_group_does_not_read_are_not_owed_to_it(builder, tmp_path):
     all_pass(result)
     assert result.verdict("lost-write").checked == 2 * 28  # orders only, for both groups
     assert TOPIC in builder.info["groups"]["classic"][CLASSIC]
+
+
+def test_the_same_delivery_count_after_its_holder_stopped_is_a_closed_session_not_a_double_hold(builder, tmp_path):
+    """KAFKA-17541: a record released because its holder's session closed gives its delivery back."""
+    _same_count_again(builder, 11)  # after the move was over: only the closed session explains it
+    builder.member("member_stop", "share", S0, produced_at(0, 11) + 0.5, SHARE)
+    result = judge(builder, tmp_path)
+    found = result.verdict("double-acquisition")
+    assert (found.status, found.violations) == ("pass", 0)
+    assert "across a leader change or a closed session" in found.summary
