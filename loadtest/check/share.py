@@ -55,8 +55,21 @@ def _redelivered(run: RunData) -> dict[Record, ShareRecord]:
         out[_key(row)].deliveries.append(row)
     acks = run.table("ack").join(distinct(again, GROUP_RECORD_KEY), keys=GROUP_RECORD_KEY, join_type="left semi")
     for row in acks.sort_by("time").to_pylist():
-        out[_key(row)].acks.append(row)
+        record = out[_key(row)]
+        if not _vacuous(row, record.acks):
+            record.acks.append(row)
     return out
+
+
+def _vacuous(ack: Row, earlier: list[Row]) -> bool:
+    """An acknowledgement sent after another member's was durably answered: the record is already
+    complete (below the start offset), and Kafka skips such offsets and answers NONE, so that NONE
+    proves nothing about who held it."""
+    sent = asked_at(ack)
+    return any(
+        e["error"] == "NONE" and e["member"] != ack["member"] and e["ack_type"] in ("ACCEPT", "REJECT") and e["time"] <= sent
+        for e in earlier
+    )
 
 
 def acked_delivery(ack: Row, deliveries: list[Row]) -> Row | None:
