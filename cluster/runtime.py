@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import inspect
 import itertools
 import logging
 import time
@@ -232,7 +231,6 @@ class CoordinatorRuntime:
         self.partitions: dict[TopicPartition, _Partition] = {}
         self._next_token = 0
         self._armings = itertools.count(1)
-        self._legacy_factory = _required_positional(shard_factory) >= 3
 
     # -- leadership ------------------------------------------------------------------------
 
@@ -493,8 +491,6 @@ class CoordinatorRuntime:
             log.exception("%s: the first operation after loading failed", partition.tp)
 
     def _new_shard(self, tp: TopicPartition) -> Shard:
-        if self._legacy_factory:  # a factory still written for (tp, clock, timer): it gets no timer
-            return self.shard_factory(tp, self.clock, None)  # type: ignore[call-arg]
         return self.shard_factory(tp, self.clock)
 
     def _replay_log(self, partition_log: PartitionLog, shard: Shard) -> int:
@@ -533,15 +529,6 @@ def _touched(shard: Any) -> TouchedKeys:
     if touched is None:
         touched = shard.__dict__.setdefault("_runtime_touched", TouchedKeys())
     return touched
-
-
-def _required_positional(factory: Callable) -> int:
-    try:
-        params = inspect.signature(factory).parameters.values()
-    except (TypeError, ValueError):
-        return 2
-    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return sum(1 for p in params if p.kind in kinds and p.default is inspect.Parameter.empty)
 
 
 def _set_exception(future: asyncio.Future | None, exc: Exception) -> None:

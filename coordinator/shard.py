@@ -58,7 +58,6 @@ class GroupCoordinatorShard:
         self,
         tp: tuple[str, int],
         clock: Clock,
-        legacy_timer: object = None,  # ignored: timers are values in each Result now
         config: GroupCoordinatorConfig = GroupCoordinatorConfig(),
         new_member_id: Callable[[str], str] = str,
     ) -> None:

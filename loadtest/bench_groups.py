@@ -122,7 +122,7 @@ def reload_time(records: int) -> dict[str, float]:
             clock = ManualClock(0)
             runtime = CoordinatorRuntime(
                 codec=CODEC,
-                shard_factory=lambda tp, c, t: GroupCoordinatorShard(tp, c, t, GroupCoordinatorConfig(), str),
+                shard_factory=lambda tp, c: GroupCoordinatorShard(tp, c, config=GroupCoordinatorConfig(), new_member_id=str),
                 config=RuntimeConfig(data_dir=Path(data), log_config=LogConfig(compacted=True)),
                 executor=ThreadPoolExecutor(2),
                 clock=clock,
@@ -145,14 +145,15 @@ def memory_per_member(members: int, per_group: int = 10) -> dict[str, float]:
     timer = ManualTimer(clock)
     ids = itertools.count()
     shard = GroupCoordinatorShard(
-        ("__consumer_offsets", 0), clock, timer, GroupCoordinatorConfig(initial_rebalance_delay_ms=0),
-        lambda prefix: f"{prefix}-{next(ids):012d}-0000-0000-0000-000000000000",
+        ("__consumer_offsets", 0), clock, config=GroupCoordinatorConfig(initial_rebalance_delay_ms=0),
+        new_member_id=lambda prefix: f"{prefix}-{next(ids):012d}-0000-0000-0000-000000000000",
     )
     tokens = itertools.count(1)
 
     def run(result):
         for record in result.records:
             shard.replay(record)
+        timer.apply(result.timers, shard)  # timers are values in a Result: the bench arms them
         return result
 
     tracemalloc.start()

@@ -202,7 +202,6 @@ class ShareCoordinatorShard:
         self,
         tp: tuple[str, int],
         clock: Clock,
-        legacy_timer: object = None,  # ignored: timers are values in each Result (none here)
         config: ShareCoordinatorConfig | None = None,
     ) -> None:
         self.tp = tp

@@ -8,7 +8,6 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kernel.clock import ManualClock
-from kernel.timer import ManualTimer
 from sharestate import messages as m
 from sharestate.coordinator_shard import ShareCoordinatorShard, SharePartitionKey
 
@@ -16,7 +15,7 @@ from sharestate.coordinator_shard import ShareCoordinatorShard, SharePartitionKe
 class LocalPersister:
     def __init__(self, clock: ManualClock | None = None) -> None:
         clock = clock or ManualClock()
-        self.shard = ShareCoordinatorShard(("__share_group_state", 0), clock, ManualTimer(clock))
+        self.shard = ShareCoordinatorShard(("__share_group_state", 0), clock)
         self.refuse_writes: ErrorCode | None = None
         self.writes: list[m.WriteShareGroupStateRequest] = []
 

@@ -24,7 +24,6 @@ from cluster.log import LogConfig, PartitionLog
 from cluster.recordbatch import decode_records, parse_header
 from kernel.clock import ManualClock
 from coordinator.records import CODEC as GROUP_CODEC
-from kernel.timer import ManualTimer
 from loadtest.experiment import rundir
 from sharestate.coordinator_shard import ShareCoordinatorShard
 from sharestate.records import CODEC as SHARE_CODEC
@@ -65,7 +64,7 @@ def decode_run_records(run_dir: Path, data_dir: Path, topic_names: dict[str, str
         shard = shards.get(p)
         if shard is None:
             clock = ManualClock(0)
-            shard = shards[p] = ShareCoordinatorShard((SHARE_GROUP_STATE, p), clock, ManualTimer(clock))
+            shard = shards[p] = ShareCoordinatorShard((SHARE_GROUP_STATE, p), clock)
         shard.replay(rec)
     pq.write_table(pa.Table.from_pylist(share_rows, schema=SHARE_STATE_SCHEMA), Path(run_dir) / rundir.SHARE_STATE_RECORDS)
     final = []

@@ -136,7 +136,7 @@ CODEC.register(OffsetKey, OffsetValue, name="Offset")
 
 
 class OffsetsShard:
-    def __init__(self, tp, clock, timer) -> None:
+    def __init__(self, tp, clock) -> None:
         self.offsets: dict[str, int] = {}
 
     def replay(self, record: Record) -> None:

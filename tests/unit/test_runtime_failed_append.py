@@ -60,8 +60,8 @@ def make_runtime(tmp_path, config: GroupCoordinatorConfig) -> CoordinatorRuntime
     clock = ManualClock(1_000_000)
     ids = itertools.count(1)
 
-    def factory(tp, clock, *legacy):
-        return GroupCoordinatorShard(tp, clock, *legacy, config=config, new_member_id=lambda p: f"{p}-{next(ids)}")
+    def factory(tp, clock):
+        return GroupCoordinatorShard(tp, clock, config=config, new_member_id=lambda p: f"{p}-{next(ids)}")
 
     return CoordinatorRuntime(
         codec=CODEC,
