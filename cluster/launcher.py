@@ -91,7 +91,9 @@ def start_cluster(
     owns_ray = not ray.is_initialized()
     if owns_ray:
         start_ray(namespace, address)
-    controller = ControllerClient.spawn(config, Path(data_dir).resolve(), host, port, namespace)
+    from cluster.actors.controller import ControllerActor
+
+    controller = ControllerClient.spawn(ControllerActor, config, Path(data_dir).resolve(), host, port, namespace)
     try:
         addresses = controller.start_blocking()
     except BaseException:

@@ -24,10 +24,12 @@ class ControllerClient:
         self.handle = handle
 
     @classmethod
-    def spawn(cls, config: Config, data_dir: Path, host: str, port: int, namespace: str) -> "ControllerClient":
-        from cluster.actors.controller import ControllerActor
-
-        handle = ControllerActor.options(name=CONTROLLER_NAME, namespace=namespace, **ACTOR_OPTIONS).remote(
+    def spawn(
+        cls, actor_class: Any, config: Config, data_dir: Path, host: str, port: int, namespace: str
+    ) -> "ControllerClient":
+        """Start the controller actor. The caller names its class: the client sits below the actors
+        (gateways use it), so it must not import them."""
+        handle = actor_class.options(name=CONTROLLER_NAME, namespace=namespace, **ACTOR_OPTIONS).remote(
             config, str(data_dir), host, port, namespace
         )
         return cls(handle)
