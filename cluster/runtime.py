@@ -32,7 +32,7 @@ from kernel.clock import ManualClock
 from kernel.codec import Record, RecordCodec
 from kernel.lifecycle import validate_transition
 from kernel.result import PARKED, RequestToken, Result
-from kernel.snapshot import TouchedKeys
+from kernel.snapshot import ShardSnapshot, TouchedKeys, snapshot_of
 from kernel.timer import ManualTimer, Schedule, ShardCall, TimerChange, TimerOperation
 
 from cluster.batching import BatchingQueue
@@ -54,6 +54,9 @@ class SystemClock:
 
 
 class Shard(Protocol):
+    """A shard keeps its own snapshot (`touched` + `restore`, kernel/snapshot.py); a small one that
+    keeps none is copied whole per batch. Either way a failed write is undone in memory."""
+
     touched: TouchedKeys  # what replay changed in the open batch, as it was before
 
     def replay(self, record: Record) -> None: ...
@@ -115,6 +118,7 @@ class _Partition:
     queue: BatchingQueue[_Pending]
     status: PartitionStatus = PartitionStatus.LOADING
     shard: Any = None
+    snapshot: ShardSnapshot | None = None
     log: PartitionLog | None = None
     timers: dict[Hashable, _Armed] = field(default_factory=dict)
     parked: dict[RequestToken, asyncio.Future] = field(default_factory=dict)
@@ -320,8 +324,8 @@ class CoordinatorRuntime:
         records: list[Record] = []
         timers: list[TimerChange] = []
         fired: list[tuple[Hashable, int]] = []
-        touched = _touched(shard)
-        touched.begin()
+        snapshot = partition.snapshot
+        snapshot.begin()
         for pending in batch:
             if pending.timer is not None:
                 key, seq = pending.timer
@@ -360,7 +364,7 @@ class CoordinatorRuntime:
                 await self._revert(partition, batch, fired, StorageError(str(exc)))
                 return
             partition.records_since_compaction += len(entries)
-        touched.commit()
+        snapshot.commit()
 
         for key, seq in fired:
             if self._is_armed(partition, key, seq):
@@ -386,11 +390,7 @@ class CoordinatorRuntime:
         """The batch is lost: its operations fail, the state is as before it, and its timer changes
         and answers to parked requests never happen (those requests stay parked in the restored
         state). A timer operation that was in it runs again after a back-off, as in Kafka."""
-        restore = getattr(partition.shard, "restore", None)
-        if restore is not None:
-            restore(_touched(partition.shard).rollback())
-        else:
-            await self._replace_shard(partition)
+        partition.snapshot.revert()
         for pending in batch:
             _set_exception(pending.future, exc)
         now = self.clock.now_ms()
@@ -402,12 +402,6 @@ class CoordinatorRuntime:
             # The log could not even cut the failed write off its tail: it asks to be reopened
             # (its recovery drops the partial batch), and the restored state matches it again.
             await self._reopen_log(partition)
-
-    async def _replace_shard(self, partition: _Partition) -> None:
-        """For a shard that keeps no snapshot: its last durable state, replayed from the log."""
-        shard = self._new_shard(partition.tp)
-        await self._in_executor(self._replay_log, partition.log, shard)
-        partition.shard = shard
 
     async def _reopen_log(self, partition: _Partition) -> None:
         old_log, partition.log = partition.log, None
@@ -479,7 +473,7 @@ class CoordinatorRuntime:
         if partition.status is PartitionStatus.CLOSED:  # unloaded while loading
             await self._in_executor(partition_log.close)
             return
-        partition.log, partition.shard = partition_log, shard
+        partition.log, partition.shard, partition.snapshot = partition_log, shard, snapshot_of(shard)
         partition.move_to(PartitionStatus.ACTIVE)
         # First in the queue, and awaited: once load returns, the timers the state needs are armed.
         loaded = asyncio.get_running_loop().create_future()
@@ -520,15 +514,6 @@ class CoordinatorRuntime:
     async def close(self) -> None:
         for tp in list(self.partitions):
             await self.unload(tp)
-
-
-def _touched(shard: Any) -> TouchedKeys:
-    """The shard's record of what a batch changed; a shard that keeps none gets a blank one (and is
-    replaced by replaying the log when a write fails)."""
-    touched = getattr(shard, "touched", None)
-    if touched is None:
-        touched = shard.__dict__.setdefault("_runtime_touched", TouchedKeys())
-    return touched
 
 
 def _set_exception(future: asyncio.Future | None, exc: Exception) -> None:
