@@ -55,9 +55,9 @@ class ShareGroupState:
         if isinstance(outcome, ShareHeartbeatOutcome) and outcome.initialize:
             self._spawn(self.initialize(partition, epoch, outcome.initialize))
         elif op == "delete" and isinstance(outcome, list):
-            # The gateway deleted the initialized partitions' state before the group (and kept the
-            # group if that failed: CoordinatorClient.delete_groups); this pass also covers the
-            # partitions still initializing, whose state may exist without the shard knowing.
+            # After DeleteGroups' first step (coordinator/share/deletion.py) a deleted share group
+            # answers nothing here: its state went before it. A delete without that step answers
+            # the partitions still initialized or initializing, whose state may exist.
             deletes = [d for g in outcome if isinstance(g, DeletedGroup) for d in g.share_state_deletes]
             if deletes:
                 self._spawn(self.delete(deletes))

@@ -26,12 +26,13 @@ def list_groups(ctx: OperationContext, states: tuple[str, ...], types: tuple[str
 
 
 def delete_group(ctx: OperationContext, group_id: str) -> DeletedGroup:
-    """Only an Empty group may go: its offsets and records are tombstoned, and a share group's
-    share partitions' state is returned for the cluster to delete on the share coordinators.
+    """Only an Empty group may go: its offsets and records are tombstoned.
 
-    Kafka first moves a share group's partitions to `deleting`, deletes the share state, and deletes
-    the group only if that worked; here the group goes at once and the cluster deletes the state
-    afterwards (deleting absent state is harmless, and a failed delete leaves only orphaned state)."""
+    A share group is Kafka's third step: its share state was deleted first (coordinator/share/
+    deletion.py moved its partitions to `deleting` in the operation that checked it Empty), and the
+    Empty check here is made again, so a member that joined meanwhile keeps the group
+    (GROUP_NOT_EMPTY). Partitions still initialized or initializing, which only a delete without
+    that first step leaves, are answered for the cluster to delete afterwards."""
     group = ctx.group(group_id)
     if group is None:
         return DeletedGroup(group_id, ErrorCode.group_id_not_found)

@@ -25,6 +25,15 @@ from kio.schema.errors import ErrorCode
 from coordinator.classic.messages import ListedGroup
 from coordinator.share.messages import SHARE_PROTOCOL_TYPE, ShareStateDelete
 from coordinator.share.metadata import TopicsImage
+from coordinator.share.partition_metadata import (  # noqa: F401  (re-exported: the group's part of its records)
+    EMPTY_SHARE_STATE,
+    InitMapValue,
+    ShareStatePartitionMetadata,
+    combine_init_maps,
+    deletes_for,
+    known_partitions,
+    partitions_to_delete,
+)
 from kernel.codec import Record
 from kernel.lifecycle import IllegalTransition, validate_transition
 from coordinator.classic.records import offset_tombstone
@@ -113,64 +122,8 @@ class ShareGroupMember:
         return self.state is MemberState.STABLE and self.member_epoch == target_assignment_epoch
 
 
-@dataclass(frozen=True, slots=True)
-class InitMapValue:
-    """Kafka's ShareGroup.InitMapValue: a topic's name, partitions and when they were recorded."""
-
-    name: str
-    partitions: frozenset[int]
-    timestamp: int
-
-
-@dataclass(frozen=True, slots=True)
-class ShareStatePartitionMetadata:
-    """Kafka's ShareGroupStatePartitionMetadataInfo: share partitions whose share state is being
-    initialized, is initialized (and so may be assigned), or is being deleted."""
-
-    initializing: Mapping[UUID, InitMapValue] = field(default_factory=dict)
-    initialized: Mapping[UUID, InitMapValue] = field(default_factory=dict)
-    deleting: Mapping[UUID, str] = field(default_factory=dict)  # topic id -> topic name
-
-
-EMPTY_SHARE_STATE = ShareStatePartitionMetadata()
-
-
 def session_key(group_id: str, member_id: str) -> Hashable:
     return ("share-session", group_id, member_id)
-
-
-def combine_init_maps(first: Mapping[UUID, InitMapValue], second: Mapping[UUID, InitMapValue]) -> dict[UUID, InitMapValue]:
-    """Kafka's combineInitMaps: partitions united per topic; name and timestamp from `second` where
-    it has the topic."""
-    combined: dict[UUID, InitMapValue] = {}
-    for topic_id in set(first) | set(second):
-        old, new = first.get(topic_id), second.get(topic_id)
-        partitions = (old.partitions if old else frozenset()) | (new.partitions if new else frozenset())
-        source = new if new is not None else old
-        assert source is not None
-        combined[topic_id] = InitMapValue(source.name, partitions, source.timestamp)
-    return combined
-
-
-def partitions_to_delete(info: ShareStatePartitionMetadata, image: TopicsImage) -> dict[UUID, frozenset[int]]:
-    """Kafka's shareGroupBuildPartitionDeleteRequest candidates: initialized and initializing partitions
-    (an initialization may have succeeded without the answer reaching us; deleting absent state is
-    harmless), and topics left deleting by an earlier attempt, whole, if they still exist."""
-    candidates = combine_init_maps(info.initialized, info.initializing)
-    out = {tid: v.partitions for tid, v in candidates.items()}
-    for topic_id in info.deleting:
-        topic = image.by_id.get(topic_id)
-        if topic is not None:
-            out[topic_id] = out.get(topic_id, frozenset()) | frozenset(range(topic.partitions))
-    return out
-
-
-def deletes_for(group_id: str, partitions: Mapping[UUID, frozenset[int]]) -> tuple[ShareStateDelete, ...]:
-    return tuple(
-        ShareStateDelete(group_id, topic_id, partition)
-        for topic_id in sorted(partitions)
-        for partition in sorted(partitions[topic_id])
-    )
 
 
 @dataclass(slots=True)
@@ -214,9 +167,12 @@ class ShareGroup:
         return records
 
     def share_state_deletes(self, image: TopicsImage) -> tuple[ShareStateDelete, ...]:
+        """The share state the group's delete leaves behind: partitions still initialized or
+        initializing. After DeleteGroups' first step (deletion.py) there are none: their state was
+        deleted before the group, and deleting it again could wipe a new group's of the same id."""
         if self.share_state is None:
             return ()
-        return deletes_for(self.group_id, partitions_to_delete(self.share_state, image))
+        return deletes_for(self.group_id, {tid: v.partitions for tid, v in known_partitions(self.share_state).items()})
 
     def validate_offset_commit(self, req: Any) -> ErrorCode | None:
         return ErrorCode.group_id_not_found

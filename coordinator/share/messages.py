@@ -74,6 +74,16 @@ class ShareStateDelete:
 
 
 @dataclass(frozen=True, slots=True)
+class ShareStateDeletion:
+    """DeleteGroups' first step for one group: the share state to delete before the group goes, or
+    why the group must stay (GROUP_NOT_EMPTY); NONE with nothing to delete for any other group."""
+
+    group_id: str
+    error_code: ErrorCode
+    deletes: tuple[ShareStateDelete, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ShareStateInitResult:
     """The share coordinator's answer to one ShareStateInit."""
 

@@ -21,10 +21,10 @@ from uuid import UUID
 from kio.schema.errors import ErrorCode
 
 from coordinator.share.records import share_state_partition_metadata_record
-from coordinator.share.group import (  # noqa: F401  (the three helpers re-exported)
+from coordinator.share.group import ShareGroup
+from coordinator.share.partition_metadata import (  # noqa: F401  (the three helpers re-exported)
     EMPTY_SHARE_STATE,
     InitMapValue,
-    ShareGroup,
     ShareStatePartitionMetadata,
     combine_init_maps,
     deletes_for,
