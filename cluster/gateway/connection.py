@@ -10,7 +10,9 @@ every order in which answers complete, is testable (and fuzzable) without socket
 Kafka's treatment of bad input (SocketServer / RequestContext, PROTOCOL.md §1):
 - a size prefix above socket.request.max.bytes (or negative) closes the connection before the
   body is read;
-- a request whose header or body does not parse closes the connection;
+- a request whose header or body does not parse closes the connection; so does one with a length
+  that does not fit in the frame or a null in a non-nullable field, found by a bounded walk of the
+  frame before kio reads it (frame_check.py: kio's native reader would preallocate the length);
 - an unknown API key, or a version outside the advertised range, closes the connection, except
   ApiVersions: any version is accepted and a version we do not speak is answered as v0 with
   UNSUPPORTED_VERSION and our ranges, so that the client can negotiate down (KIP-511).
@@ -28,6 +30,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
 from cluster.gateway.apis import ADMIN_API_KEY, ApiKey, build, is_supported, request_class, response_class
+from cluster.gateway.frame_check import MalformedFrame, check_request
 
 _SIZE = struct.Struct(">i")
 _HEADER_PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id: fixed in every header version
@@ -203,6 +206,10 @@ class KafkaConnection:
                 f"request api key {api_key} version {api_version} is not supported by this gateway"
             )
         cls = request_class(api_key, api_version)
+        try:
+            check_request(frame, 0, cls)
+        except MalformedFrame as exc:
+            raise ProtocolViolation(f"malformed {ApiKey(api_key).name} v{api_version} request: {exc}") from None
         try:
             header, offset = entity_reader(cls.__header_schema__)(frame, 0)
             body, _used = entity_reader(cls)(frame, offset)
