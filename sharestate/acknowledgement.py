@@ -9,16 +9,14 @@ share coordinator; `complete` then makes the change final or rolls it back (writ
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from sharestate.inflight import NO_MEMBER, AcknowledgeType, DeliveryCountOps, InFlightState, RecordState
 from sharestate.partition_state import SharePartitionState
+from sharestate.partition_view import PartitionView
 from sharestate.state_batches import AcknowledgementBatch, AckOutcome, StateWrite, runs
 
-if TYPE_CHECKING:
-    from sharestate.partition import SharePartition
 
 
 class InvalidRecordState(Exception):
@@ -33,7 +31,7 @@ _TARGET = {
 }
 
 
-def acknowledge(sp: "SharePartition", member_id: str, batches: Sequence[AcknowledgementBatch]) -> AckOutcome:
+def acknowledge(sp: PartitionView, member_id: str, batches: Sequence[AcknowledgementBatch]) -> AckOutcome:
     """A record the member does not hold (not ACQUIRED, another member's, or mid-transition)
     fails the whole acknowledgement with INVALID_RECORD_STATE and changes nothing. Offsets below
     the start offset are done already and skipped: a retried acknowledgement succeeds (Kafka)."""
@@ -77,7 +75,7 @@ def acknowledge(sp: "SharePartition", member_id: str, batches: Sequence[Acknowle
     return AckOutcome(ErrorCode.none, StateWrite(sp.start_offset_if_committed(own), runs(touched), transition))
 
 
-def complete(sp: "SharePartition", transition: int, committed: bool) -> StateWrite | None:
+def complete(sp: PartitionView, transition: int, committed: bool) -> StateWrite | None:
     """The share coordinator answered the write of `transition`: make it final, or undo it.
 
     A lock that expired while its records were mid-transition releases them now, if the
@@ -95,7 +93,7 @@ def complete(sp: "SharePartition", transition: int, committed: bool) -> StateWri
     return sp.release(expired) if expired else None
 
 
-def _validate(sp: "SharePartition", ack: AcknowledgementBatch) -> None:
+def _validate(sp: PartitionView, ack: AcknowledgementBatch) -> None:
     if ack.last_offset < ack.first_offset:
         raise ValueError(f"acknowledgement batch {ack.first_offset}-{ack.last_offset} ends before it starts")
     count = ack.last_offset - ack.first_offset + 1
@@ -107,7 +105,7 @@ def _validate(sp: "SharePartition", ack: AcknowledgementBatch) -> None:
         raise ValueError(f"offsets {ack.first_offset}-{ack.last_offset} go past the last acquired offset {sp.end_offset}")
 
 
-def _states_for(sp: "SharePartition", lo: int, hi: int, per_offset: bool) -> list[tuple[int, int, InFlightState]]:
+def _states_for(sp: PartitionView, lo: int, hi: int, per_offset: bool) -> list[tuple[int, int, InFlightState]]:
     """The states covering [lo, hi] exactly, splitting batches the range cuts; a hole is invalid."""
     out: list[tuple[int, int, InFlightState]] = []
     expected = lo
@@ -126,7 +124,7 @@ def _states_for(sp: "SharePartition", lo: int, hi: int, per_offset: bool) -> lis
     return out
 
 
-def _renew(sp: "SharePartition", member_id: str, states: list[InFlightState]) -> None:
+def _renew(sp: PartitionView, member_id: str, states: list[InFlightState]) -> None:
     """RENEW: a fresh acquisition lock for these records; the old lock, when it fires, finds
     them no longer its own."""
     lock_id = next(sp.lock_ids)

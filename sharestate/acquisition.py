@@ -8,18 +8,15 @@ already are taken where they are available; new ones are cut at log batch bounda
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from sharestate.inflight import DeliveryCountOps, InFlightBatch, InFlightState, RecordState
 from sharestate.partition_state import SharePartitionState
+from sharestate.partition_view import PartitionView
 from sharestate.state_batches import AcquiredRecords, append_run
-
-if TYPE_CHECKING:
-    from sharestate.partition import SharePartition
 
 
 def acquire(
-    sp: "SharePartition", member_id: str, max_records: int, fetch_offset: int, log_batches: Sequence[tuple[int, int]]
+    sp: PartitionView, member_id: str, max_records: int, fetch_offset: int, log_batches: Sequence[tuple[int, int]]
 ) -> list[AcquiredRecords]:
     """log_batches: (base offset, last offset) of each batch read, in order. New records are
     acquired in whole log batches (max_records may be exceeded to keep batch boundaries, as
@@ -57,7 +54,7 @@ def acquire(
 
 
 def _acquire_cached(
-    sp: "SharePartition", batch: InFlightBatch, pos: int, last_log: int, budget: int, member_id: str, lock_id: int,
+    sp: PartitionView, batch: InFlightBatch, pos: int, last_log: int, budget: int, member_id: str, lock_id: int,
     acquired: list[AcquiredRecords],
 ) -> int:
     limit = sp.config.delivery_count_limit
@@ -95,7 +92,7 @@ def _acquire_cached(
 
 
 def _acquire_new(
-    sp: "SharePartition", lo: int, hi: int, limit: int, log_batches: Sequence[tuple[int, int]], member_id: str,
+    sp: PartitionView, lo: int, hi: int, limit: int, log_batches: Sequence[tuple[int, int]], member_id: str,
     lock_id: int, acquired: list[AcquiredRecords],
 ) -> int:
     """New in-flight batches over [lo, hi], cut at log batch boundaries."""

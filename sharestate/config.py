@@ -1,4 +1,5 @@
-"""The share coordinator's settings, by Kafka's names (cluster/config.py maps them here)."""
+"""The share coordinator's and the share partitions' settings, by Kafka's names (cluster/config.py
+maps them here)."""
 
 from __future__ import annotations
 
@@ -14,3 +15,10 @@ class ShareCoordinatorConfig:
     def __post_init__(self) -> None:
         if self.snapshot_update_records_per_snapshot < 0:
             raise ValueError("share.coordinator.snapshot.update.records.per.snapshot must be >= 0")
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionConfig:
+    record_lock_duration_ms: int = 30_000  # group.share.record.lock.duration.ms
+    delivery_count_limit: int = 5  # group.share.delivery.count.limit
+    max_inflight_records: int = 2000  # group.share.partition.max.record.locks

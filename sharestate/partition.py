@@ -26,13 +26,13 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from kernel.clock import Clock
 from kernel.timer import Timer
 from sharestate import acknowledgement, acquisition
 from sharestate.acknowledgement import InvalidRecordState
+from sharestate.config import SharePartitionConfig
 from sharestate.inflight import NO_MEMBER, DeliveryCountOps, InFlightBatch, InFlightState, RecordState
 from sharestate.partition_state import SharePartitionState, check_transition
 from sharestate.records import StateBatch
@@ -48,13 +48,6 @@ __all__ = [
     "SharePartitionState",
     "StateWrite",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class SharePartitionConfig:
-    record_lock_duration_ms: int = 30_000  # group.share.record.lock.duration.ms
-    delivery_count_limit: int = 5  # group.share.delivery.count.limit
-    max_inflight_records: int = 2000  # group.share.partition.max.record.locks
 
 
 class SharePartition:
