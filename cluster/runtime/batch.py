@@ -1,0 +1,118 @@
+"""Running one batch of a partition's queued operations: write, then respond; or revert.
+
+Each operation is pure and returns a `Result`; its records are replayed into the shard at once (the
+next operation sees them), and all records of the batch go to the log in one append (group commit).
+Only when that append is durable are the answers released and the timers armed. If it fails, the
+partition's snapshot puts back what the batch's replay touched (Kafka's SnapshottableCoordinator):
+only the batch's operations get the error, whatever queued behind it runs on the state as it was
+before the batch, and the log is not reread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Hashable
+from typing import Any
+
+from kernel.codec import Record
+from kernel.result import PARKED, RequestToken, Result
+from kernel.timer import TimerChange
+
+from cluster.log import LogWriteError
+from cluster.recordbatch import encode_records
+from cluster.runtime.disk import LogDisk
+from cluster.runtime.errors import StorageError
+from cluster.runtime.partition import Partition, Pending, set_exception
+from cluster.runtime.timers import Fired
+
+log = logging.getLogger(__name__)
+
+
+class BatchRunner:
+    def __init__(self, disk: LogDisk, clock: Any, compaction_records: int) -> None:
+        self.disk = disk
+        self.clock = clock
+        self.compaction_records = compaction_records
+
+    async def run(self, partition: Partition, batch: list[Pending]) -> None:
+        shard = partition.shard
+        now = self.clock.now_ms()
+        answered: list[tuple[Pending, Any]] = []
+        completions: list[tuple[RequestToken, Any]] = []
+        records: list[Record] = []
+        timers: list[TimerChange] = []
+        fired: list[Fired] = []
+        partition.snapshot.begin()
+        for pending in batch:
+            if pending.timer is not None:
+                if not self._still_due(partition, pending.timer, timers):
+                    continue
+                fired.append(pending.timer)
+            try:
+                result = pending.operation(pending.token) or Result()
+            except Exception as exc:
+                # Operations are pure: one that raised changed nothing, so only it fails.
+                log.exception("operation failed on %s", partition.tp)
+                set_exception(pending.future, exc)
+                continue
+            try:
+                for record in result.records:
+                    shard.replay(record)
+            except Exception as exc:
+                # A half-applied replay: put back everything the batch touched.
+                log.exception("replay failed on %s", partition.tp)
+                await self._revert(partition, batch, fired, exc)
+                return
+            records.extend(result.records)
+            answered.append((pending, result.response))
+            completions.extend(result.completions)
+            timers.extend(result.timers)
+
+        entries = self.disk.codec.encode_all(records)
+        if entries:
+            numbered = [(n, key, value) for n, (key, value) in enumerate(entries)]
+            data = bytearray(encode_records(numbered, self.clock.now_ms()))
+            try:
+                await self.disk.run(partition.log.append, [data], partition.epoch)
+            except LogWriteError as exc:
+                await self._revert(partition, batch, fired, StorageError(str(exc)))
+                return
+            partition.records_since_compaction += len(entries)
+        partition.snapshot.commit()
+
+        partition.timers.expired(fired)
+        partition.timers.apply(timers, now)
+        _respond(partition, answered, completions)
+        if partition.records_since_compaction >= self.compaction_records:
+            await self.disk.compact(partition, self.clock.now_ms())
+
+    @staticmethod
+    def _still_due(partition: Partition, fired: Fired, changes: list[TimerChange]) -> bool:
+        # An operation before it (in an earlier batch or earlier in this one) may have re-armed or
+        # cancelled the key; then this expiry is stale.
+        key: Hashable = fired[0]
+        return partition.timers.is_armed(*fired) and not any(change.key == key for change in changes)
+
+    async def _revert(self, partition: Partition, batch: list[Pending], fired: list[Fired], exc: Exception) -> None:
+        """The batch is lost: its operations fail, the state is as before it, and its timer changes
+        and answers to parked requests never happen (those requests stay parked in the restored
+        state). A timer operation that was in it runs again after a back-off, as in Kafka."""
+        partition.snapshot.revert()
+        for pending in batch:
+            set_exception(pending.future, exc)
+        partition.timers.retry(fired, self.clock.now_ms())
+        if partition.log is not None and partition.log.failed:
+            await self.disk.reopen(partition)
+
+
+def _respond(partition: Partition, answered: list[tuple[Pending, Any]], completions: list[tuple[RequestToken, Any]]) -> None:
+    for pending, response in answered:
+        if response is PARKED:
+            if pending.future is not None:
+                partition.parked[pending.token] = pending.future
+        elif pending.future is not None and not pending.future.done():
+            pending.future.set_result(response)
+    for token, response in completions:
+        future = partition.parked.pop(token, None)
+        if future is not None and not future.done():
+            future.set_result(response)

@@ -1,0 +1,71 @@
+"""The runtime's blocking I/O on partition logs, run on its executor so the event loop never waits
+on a disk: open (with recovery), replay into a shard, compact, and reopen after a failed write."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from concurrent.futures import Executor
+from pathlib import Path
+from typing import Any
+
+from kernel.codec import RecordCodec
+
+from cluster.log import LogConfig, LogWriteError, PartitionLog
+from cluster.recordbatch import decode_records
+from cluster.runtime.partition import Partition, TopicPartition
+
+log = logging.getLogger(__name__)
+
+LogOpener = Callable[[Path, LogConfig], PartitionLog]
+
+
+class LogDisk:
+    def __init__(
+        self, codec: RecordCodec, executor: Executor, data_dir: Path, log_config: LogConfig, opener: LogOpener | None
+    ) -> None:
+        self.codec = codec
+        self.executor = executor
+        self.data_dir = data_dir
+        self.log_config = log_config
+        self._open = opener or (lambda path, cfg: PartitionLog.open(path, cfg))
+
+    async def run(self, fn: Callable, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+    async def open(self, tp: TopicPartition) -> PartitionLog:
+        return await self.run(self._open, self.data_dir / f"{tp[0]}-{tp[1]}", self.log_config)
+
+    async def replay(self, partition_log: PartitionLog, shard: Any) -> int:
+        return await self.run(self._replay, partition_log, shard)
+
+    def _replay(self, partition_log: PartitionLog, shard: Any) -> int:
+        count = 0
+        decode = self.codec.decode
+        for batch in partition_log.batches():
+            for _offset, key, value in decode_records(batch):
+                shard.replay(decode(key, value))
+                count += 1
+        return count
+
+    async def reopen(self, partition: Partition) -> None:
+        """After a write the log could not even cut off its tail: its recovery drops the partial
+        batch, so the reverted state matches the log again."""
+        old_log, partition.log = partition.log, None
+        if old_log is not None:
+            await self.run(old_log.close)
+        try:
+            partition.log = await self.open(partition.tp)
+        except LogWriteError:
+            # Still unreadable: every later append fails fast until the partition is moved.
+            log.exception("%s: reopening the log after a failed write failed", partition.tp)
+            partition.log = old_log
+
+    async def compact(self, partition: Partition, now_ms: int) -> None:
+        partition.records_since_compaction = 0
+        try:
+            report = await self.run(partition.log.compact, now_ms)
+            log.info("compacted %s: %s", partition.tp, report)
+        except LogWriteError:
+            log.exception("compaction of %s failed; the log is unchanged", partition.tp)

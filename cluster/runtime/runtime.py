@@ -1,0 +1,198 @@
+"""The coordinator runtime: Kafka's CoordinatorRuntime on asyncio (SPEC.md §4).
+
+One runtime serves every internal partition an actor leads. Per partition, operations run one at a
+time in arrival order (batch.py runs them: write, then respond, or revert); different partitions
+run concurrently. A timer's expiry is an operation like any other, a value (`ShardCall`) run on the
+partition's shard (timers.py). Loading a partition is replaying its log; meanwhile its requests get
+"load in progress", and the shard's `on_loaded` is the first operation after it (it arms the timers
+the state needs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Hashable
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from kernel.codec import Record, RecordCodec
+from kernel.result import Result
+from kernel.snapshot import TouchedKeys, snapshot_of
+
+from cluster.batching import BatchingQueue
+from cluster.log import LogConfig
+from cluster.runtime.batch import BatchRunner
+from cluster.runtime.disk import LogDisk, LogOpener
+from cluster.runtime.errors import LoadInProgress, NotCoordinator, StorageError
+from cluster.runtime.partition import Operation, Partition, PartitionStatus, Pending, TopicPartition, set_exception
+from cluster.runtime.timers import TimerTable
+from cluster.runtime.wakeups import LoopWakeups, SystemClock, Wakeups
+
+log = logging.getLogger(__name__)
+
+
+class Shard(Protocol):
+    """A shard keeps its own snapshot (`touched` + `restore`, kernel/snapshot.py); a small one that
+    keeps none is copied whole per batch. Either way a failed write is undone in memory."""
+
+    touched: TouchedKeys  # what replay changed in the open batch, as it was before
+
+    def replay(self, record: Record) -> None: ...
+    def restore(self, saved: dict[Hashable, Any]) -> None: ...
+    def on_loaded(self) -> Result: ...
+
+
+ShardFactory = Callable[[TopicPartition, Any], Shard]  # (tp, clock) -> shard
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeConfig:
+    data_dir: Path
+    log_config: LogConfig
+    max_batch_operations: int = 1000
+    # Compact a partition's log after this many records were appended since the last time.
+    compaction_records: int = 20_000
+
+
+class CoordinatorRuntime:
+    def __init__(
+        self,
+        *,
+        codec: RecordCodec,
+        shard_factory: ShardFactory,
+        config: RuntimeConfig,
+        executor: Executor,
+        clock: Any = None,
+        wakeups: Wakeups | None = None,
+        log_opener: LogOpener | None = None,
+    ) -> None:
+        self.codec = codec
+        self.shard_factory = shard_factory
+        self.config = config
+        self.executor = executor
+        self.clock = clock or SystemClock()
+        self.wakeups = wakeups or LoopWakeups(self.clock)
+        self.disk = LogDisk(codec, executor, config.data_dir, config.log_config, log_opener)
+        self.batches = BatchRunner(self.disk, self.clock, config.compaction_records)
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self._next_token = 0
+
+    # -- leadership ------------------------------------------------------------------------
+
+    async def load(self, tp: TopicPartition, epoch: int) -> str | None:
+        """Become leader of tp at epoch: replay its log, then serve it.
+
+        Returns what recovery had to cut from the log's tail, if anything (for the operator).
+        """
+        current = self.partitions.get(tp)
+        if current is not None:
+            if current.epoch == epoch:
+                return None
+            await self.unload(tp)
+        partition = Partition(
+            tp=tp,
+            epoch=epoch,
+            queue=BatchingQueue(lambda batch: self.batches.run(partition, batch), self.config.max_batch_operations),
+            timers=TimerTable(self.wakeups, lambda key, seq: self._expire(partition, key, seq)),
+        )
+        partition.queue.pause()  # until loaded
+        self.partitions[tp] = partition
+        try:
+            await self._load(partition)
+        except BaseException:
+            if self.partitions.get(tp) is partition:
+                del self.partitions[tp]
+                partition.move_to(PartitionStatus.CLOSED)
+            raise
+        recovery = partition.log.recovery if partition.log is not None else None
+        return recovery.reason if recovery is not None and recovery.truncated else None
+
+    async def _load(self, partition: Partition) -> None:
+        """Open the log, replay it into a new shard, then serve; `on_loaded` runs first."""
+        partition_log = await self.disk.open(partition.tp)
+        if partition_log.recovery.truncated:
+            log.warning("%s: %s", partition.tp, partition_log.recovery.reason)
+        shard = self.shard_factory(partition.tp, self.clock)
+        await self.disk.replay(partition_log, shard)
+        if partition.status is PartitionStatus.CLOSED:  # unloaded while loading
+            await self.disk.run(partition_log.close)
+            return
+        partition.log, partition.shard, partition.snapshot = partition_log, shard, snapshot_of(shard)
+        partition.move_to(PartitionStatus.ACTIVE)
+        # First in the queue, and awaited: once load returns, the timers the state needs are armed.
+        loaded = asyncio.get_running_loop().create_future()
+        self._enqueue(partition, lambda _token: shard.on_loaded(), loaded)
+        partition.queue.resume()
+        try:
+            await loaded
+        except (StorageError, NotCoordinator):
+            log.exception("%s: the first operation after loading failed", partition.tp)
+
+    async def unload(self, tp: TopicPartition) -> None:
+        partition = self.partitions.pop(tp, None)
+        if partition is None:
+            return
+        partition.move_to(PartitionStatus.CLOSED)
+        partition.timers.cancel_all()
+        partition.queue.pause()
+        self._fail_all(partition, NotCoordinator(f"{tp} moved away"))
+        await partition.queue.idle()
+        if partition.log is not None:
+            await self.disk.run(partition.log.close)
+
+    def led(self) -> dict[TopicPartition, tuple[int, str]]:
+        return {tp: (p.epoch, p.status.value) for tp, p in self.partitions.items()}
+
+    def shard(self, tp: TopicPartition) -> Any:
+        return self.partitions[tp].shard
+
+    async def close(self) -> None:
+        for tp in list(self.partitions):
+            await self.unload(tp)
+
+    # -- operations --------------------------------------------------------------------------
+
+    async def write(self, tp: TopicPartition, epoch: int | None, operation: Operation) -> Any:
+        """Run operation on tp's shard in order; answer once its records are durable.
+
+        Reads go through here too (operations that return no records): they then see exactly
+        the state left by everything before them and never a state a failed append undoes.
+        """
+        partition = self._check(tp, epoch)
+        future = asyncio.get_running_loop().create_future()
+        self._enqueue(partition, operation, future)
+        return await future
+
+    def _check(self, tp: TopicPartition, epoch: int | None) -> Partition:
+        partition = self.partitions.get(tp)
+        if partition is None or (epoch is not None and partition.epoch != epoch):
+            raise NotCoordinator(f"not the coordinator of {tp[0]}-{tp[1]} at epoch {epoch}")
+        if partition.status is PartitionStatus.LOADING:
+            raise LoadInProgress(f"{tp[0]}-{tp[1]} is loading")
+        return partition
+
+    def _enqueue(
+        self,
+        partition: Partition,
+        operation: Operation,
+        future: asyncio.Future | None,
+        timer: tuple[Hashable, int] | None = None,
+    ) -> None:
+        self._next_token += 1
+        partition.queue.put(Pending(operation, future, self._next_token, timer))
+
+    def _expire(self, partition: Partition, key: Hashable, seq: int) -> None:
+        """A timer's deadline passed: its operation queues like a request (if still the key's timer)."""
+        armed = partition.timers.get(key)
+        if partition.status is not PartitionStatus.ACTIVE or armed is None or armed.seq != seq:
+            return
+        call = armed.operation
+        self._enqueue(partition, lambda _token: call(partition.shard), None, (key, seq))
+
+    def _fail_all(self, partition: Partition, exc: Exception) -> None:
+        for pending in partition.queue.take_all():
+            set_exception(pending.future, exc)
+        partition.fail_parked(exc)
