@@ -104,6 +104,8 @@ SETTINGS: dict[str, Setting] = {
         Setting("raygroups.partition.leaders", 2, _positive, "partition leader actors"),
         Setting("raygroups.gateways", 1, _positive, "gateways (Kafka brokers as clients see them)"),
         Setting("raygroups.actor.replace", True, _bool, "start a replacement when an actor dies"),
+        Setting("raygroups.load.timeout.ms", 120_000, _positive,
+                "how long the controller waits for an actor to load partitions before it retries the load"),
         Setting("raygroups.cluster.id", "raygroups", str, "cluster id shown in Metadata and DescribeCluster"),
     ]
 }

@@ -4,8 +4,10 @@ Ray Serve's controller is the model. Rather than reacting once to each event (a 
 load) and forgetting it when the reaction fails, every pass compares what is (the actors and their
 states, who was told to lead what, which loads failed) with what should be (`placement`), and does
 the difference. A failure leaves a difference behind, which a later pass tries again after a backoff:
-a gateway that could not restart, a partition whose load failed (a full disk, a corrupt log).
-Events only wake the loop early.
+a gateway that could not restart, a partition whose load failed (a full disk, a corrupt log) or
+did not answer within `raygroups.load.timeout.ms` (a stuck disk read, an actor that never replies:
+the pass holds the lock while it waits, so without a bound one hung load would stop every later
+pass). Events only wake the loop early.
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ KIND_COUNT_SETTING = {
     ActorKind.SHARE_COORDINATOR: "raygroups.share.coordinators",
     ActorKind.PARTITION_LEADER: "raygroups.partition.leaders",
 }
+
+
+class LoadTimeout(Exception):
+    """An actor did not answer a load in time: a failed load like any other, retried with backoff."""
 
 
 @dataclass(slots=True)
@@ -176,7 +182,7 @@ class Reconciler:
             if tp in epochs:
                 loads.setdefault(name, []).append((tp[0], tp[1], epochs[tp]))
         results = await asyncio.gather(
-            *(self.pool.load(self.actors[name].handle, items) for name, items in loads.items()), return_exceptions=True
+            *(self._load(self.actors[name].handle, items) for name, items in loads.items()), return_exceptions=True
         )
         for (name, items), result in zip(loads.items(), results):
             if isinstance(result, BaseException):
@@ -203,7 +209,7 @@ class Reconciler:
                 del self.failed_loads[tp]  # moved, deleted or its actor died: placement handles it
                 return
             try:
-                lines = await self.pool.load(entry.handle, [(tp[0], tp[1], epoch)])
+                lines = await self._load(entry.handle, [(tp[0], tp[1], epoch)])
             except Exception as exc:
                 failure.failures += 1
                 failure.retry_at = self.clock() + retry_delay(failure.failures)
@@ -216,6 +222,15 @@ class Reconciler:
             self.event("load-retried", f"{tp[0]}-{tp[1]} loaded on {entry.name} after {failure.failures + 1} tries")
 
         await asyncio.gather(*(retry(tp) for tp in due))
+
+    async def _load(self, handle: Any, items: list[tuple[str, int, int]]) -> list[str]:
+        """The pool's load, bounded. The actor may go on loading after the timeout; a retry at the
+        same epoch then joins that load (the runtime's), so giving up here loses nothing."""
+        timeout_ms = self.config["raygroups.load.timeout.ms"]
+        try:
+            return await asyncio.wait_for(self.pool.load(handle, items), timeout_ms / 1000)
+        except asyncio.TimeoutError:
+            raise LoadTimeout(f"the load of {len(items)} partitions did not answer within {timeout_ms} ms") from None
 
     # -- actors -----------------------------------------------------------------------------------
 

@@ -58,6 +58,7 @@ class Partition:
     log: PartitionLog | None = None
     parked: dict[RequestToken, asyncio.Future] = field(default_factory=dict)
     records_since_compaction: int = 0
+    loading: asyncio.Task | None = None  # the load under way, which a second load of this epoch joins
 
     def move_to(self, target: PartitionStatus) -> None:
         self.status.validate_transition(target)

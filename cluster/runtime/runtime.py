@@ -86,11 +86,13 @@ class CoordinatorRuntime:
         """Become leader of tp at epoch: replay its log, then serve it.
 
         Returns what recovery had to cut from the log's tail, if anything (for the operator).
+        The load goes on when its caller stops waiting (the controller's timeout): asked again at
+        the same epoch, this waits for the load under way rather than call a loading partition loaded.
         """
         current = self.partitions.get(tp)
         if current is not None:
             if current.epoch == epoch:
-                return None
+                return await asyncio.shield(current.loading) if current.loading is not None else None
             await self.unload(tp)
         partition = Partition(
             tp=tp,
@@ -100,13 +102,22 @@ class CoordinatorRuntime:
         )
         partition.queue.pause()  # until loaded
         self.partitions[tp] = partition
+        partition.loading = asyncio.ensure_future(self._load_or_drop(partition))
+        # Retrieved here so that a failure nobody waits for any more is not reported as unhandled.
+        partition.loading.add_done_callback(lambda task: task.cancelled() or task.exception())
+        return await asyncio.shield(partition.loading)
+
+    async def _load_or_drop(self, partition: Partition) -> str | None:
         try:
             await self._load(partition)
         except BaseException:
-            if self.partitions.get(tp) is partition:
-                del self.partitions[tp]
+            # Nothing is left behind: the next try starts afresh.
+            if self.partitions.get(partition.tp) is partition:
+                del self.partitions[partition.tp]
                 partition.move_to(PartitionStatus.CLOSED)
             raise
+        finally:
+            partition.loading = None
         recovery = partition.log.recovery if partition.log is not None else None
         return recovery.reason if recovery is not None and recovery.truncated else None
 
