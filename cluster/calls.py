@@ -14,6 +14,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from sharestate.state_batches import AcknowledgementBatch
+
+from cluster.share.requests import ShareItem
+
 
 class CoordinatorOp(str, enum.Enum):
     """Operations of a group coordinator on one `__consumer_offsets` partition."""
@@ -37,10 +41,17 @@ class CoordinatorOp(str, enum.Enum):
 
 
 class PartitionOp(str, enum.Enum):
-    """Batched operations of the actor leading a user partition."""
+    """Operations of the actor leading a user partition. Produce and ListOffsets are batched per
+    loop tick; Fetch and ShareFetch long-poll, one call per actor and request; the rest end a
+    long poll early or act on a member's or a group's share partitions."""
 
     PRODUCE = "produce"
     LIST_OFFSETS = "list_offsets"
+    FETCH = "fetch"
+    SHARE_FETCH = "share_fetch"
+    SHARE_WAKE = "share_wake"
+    SHARE_RELEASE = "share_release"
+    SHARE_EVICT = "share_evict"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,3 +90,44 @@ class LogEnd:
     offset: int = -1
     timestamp: int = -1
     leader_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartition:
+    """One partition of a Fetch: where to read, how much, and the client's view of its leader."""
+
+    topic: str
+    partition: int
+    offset: int
+    max_bytes: int
+    client_epoch: int = -1  # the client's current leader epoch; -1 when it sent none
+
+    def item(self, epoch: int) -> tuple[str, int, int, int, int, int]:
+        return (self.topic, self.partition, epoch, self.client_epoch, self.offset, self.max_bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionCall:
+    """One partition of a ShareFetch or ShareAcknowledge: what to acknowledge, whether to fetch."""
+
+    topic: str
+    partition: int
+    topic_id: Any
+    acknowledgements: tuple[AcknowledgementBatch, ...] = ()
+    fetch: bool = True
+
+    def item(self, epoch: int) -> ShareItem:
+        return ShareItem(self.topic, self.partition, epoch, self.topic_id, self.acknowledgements, self.fetch)
+
+
+@dataclass(frozen=True, slots=True)
+class ShareFetchSpec:
+    """What a ShareFetch asks of every leader concerned: whose session, how long, how much."""
+
+    group_id: str
+    member_id: str
+    gateway: int = 0  # the gateway whose share session sends it (the leader's eviction counts them)
+    max_wait_ms: int = 0
+    min_bytes: int = 1
+    max_bytes: int = 2**31 - 1
+    max_records: int = 500

@@ -1,10 +1,9 @@
 """ShareFetch and ShareAcknowledge (KIP-932): share sessions here, in-flight records on the leaders.
 
-A request runs in the member's share session on this gateway (share_sessions.py). Its
-partitions are grouped per partition-leader actor and each actor gets one call carrying the
-acknowledgements and what to fetch (cluster/share/manager.py). When one actor answers with
-records while others are still long-polling, the others are woken, not cancelled: an actor may
-be acquiring records at that very moment, and acquired records must reach the client.
+A request runs in the member's share session on this gateway (share_sessions.py). This module
+checks it and translates it; `gw.partitions` (cluster/clients/partition_leader.py) sends each
+leader concerned one call carrying the acknowledgements and what to fetch, long-polls, and
+wakes the other leaders when one answers with records (cluster/share/manager.py answers).
 
 When a session ends (final epoch, replaced by a new epoch 0, or its connection closed), what
 the member holds on the session's partitions is released at once, after the session's
@@ -14,7 +13,6 @@ pending calls have come back, as Kafka's ShareSessionCache does through its list
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 from collections.abc import Iterable
 from typing import Any
@@ -23,16 +21,14 @@ from kio.schema.errors import ErrorCode
 
 from sharestate.state_batches import AcknowledgementBatch
 
+from cluster.calls import ShareFetchSpec, SharePartitionCall
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.handlers.common import refresh_if_unknown
 from cluster.gateway.share_sessions import FINAL_EPOCH, SessionError, SharePartitionId, ShareSession
-from cluster.routing import answer_or_none
-from cluster.share.requests import ShareFetchCall, ShareItem, ShareOutcome
+from cluster.share.requests import ShareOutcome
 
 log = logging.getLogger(__name__)
-
-_wake_keys = itertools.count(1)
 
 
 def _ms(value: Any) -> int:
@@ -231,85 +227,41 @@ async def call_leaders(
     wanted = set(fetching)
     await refresh_if_unknown(gw, [], [topic_id for topic_id, _ in keys])
     results: dict[SharePartitionId, tuple[ShareOutcome, int]] = {}
-    per_actor: dict[str, list[tuple[SharePartitionId, ShareItem]]] = {}
     # Malformed acknowledgements are answered here; their partition may still be fetched.
     rejected = {key: problem for key, batches in acks.items() if (problem := invalid_acknowledgements(batches))}
     acks = {key: batches for key, batches in acks.items() if key not in rejected}
     keys = [key for key in keys if key in wanted or key in acks]
     for key, problem in rejected.items():
         results[key] = (ShareOutcome(acknowledge_error_code=ErrorCode.invalid_request, acknowledge_error_message=problem), -1)
+    parts: list[tuple[SharePartitionId, SharePartitionCall]] = []
     for key in keys:
         topic_id, p = key
-        acking = key in acks
         info = gw.leadership.topics_by_id.get(topic_id)
         if info is None or not 0 <= p < info.partitions:
             out = ShareOutcome()
             code = ErrorCode.unknown_topic_id if info is None else ErrorCode.unknown_topic_or_partition
-            out.fail(code, None, acking)
+            out.fail(code, None, key in acks)
             results[key] = (out, -1)
             continue
-        route = gw.router.leader(info.name, p)
-        if route is None:
-            out = ShareOutcome()
-            out.fail(ErrorCode.not_leader_or_follower, None, acking)
-            results[key] = (out, -1)
-            continue
-        actor, epoch = route
-        item = ShareItem(info.name, p, epoch, topic_id, acks.get(key, ()), key in wanted)
-        per_actor.setdefault(actor, []).append((key, item))
-    if not per_actor:
+        parts.append((key, SharePartitionCall(info.name, p, topic_id, acks.get(key, ()), key in wanted)))
+    if not parts:
         return results
 
-    calls: dict[str, tuple[Any, str, asyncio.Future]] = {}
-    for actor, entries in per_actor.items():
-        handle = gw.router.handle(actor)
-        wake_key = f"{gw.node_id}:{next(_wake_keys)}"
-        call = ShareFetchCall(
-            session.group_id,
-            session.member_id,
-            tuple(item for _, item in entries),
-            max_wait_ms=max_wait_ms if wanted else 0,
-            min_bytes=min_bytes,
-            max_bytes=max_bytes,
-            max_records=max_records,
-            wake_key=wake_key,
-            gateway=gw.node_id,
-        )
-        task = asyncio.ensure_future(answer_or_none(handle.share_fetch.remote(call) if handle is not None else None))
-        calls[actor] = (handle, wake_key, task)
-        session.in_flight[task] = (handle, wake_key)
-        task.add_done_callback(lambda t: session.in_flight.pop(t, None))
-
-    # Shielded: should the client go away mid-request, the calls still finish, and the session's
-    # end (on disconnect) waits for them before releasing the member's records.
-    pending = {task: actor for actor, (_, _, task) in calls.items()}
-    woken = False
-    while pending:
-        done, _ = await asyncio.shield(asyncio.wait(list(pending), return_when=asyncio.FIRST_COMPLETED))
-        for task in done:
-            pending.pop(task)
-        if pending and not woken and any(o and any(x.acquired for x in o) for o in (t.result() for t in done)):
-            woken = True
-            for task, actor in pending.items():
-                handle, wake_key, _ = calls[actor]
-                if handle is not None:
-                    handle.share_wake.remote([wake_key])
-
-    stale = False
-    for actor, entries in per_actor.items():
-        answered = calls[actor][2].result()
-        for i, (key, item) in enumerate(entries):
-            if answered is None:
-                out = ShareOutcome()
-                out.fail(ErrorCode.not_leader_or_follower, "the partition's leader is gone", bool(item.acknowledgements))
-            else:
-                out = answered[i]
-            if key in rejected:
-                out.acknowledge_error_code, out.acknowledge_error_message = ErrorCode.invalid_request, rejected[key]
-            stale = stale or out.error_code == ErrorCode.not_leader_or_follower
-            results[key] = (out, item.epoch)
-    if stale:
-        asyncio.ensure_future(gw.router.refresh())
+    spec = ShareFetchSpec(
+        session.group_id,
+        session.member_id,
+        gateway=gw.node_id,
+        max_wait_ms=max_wait_ms if wanted else 0,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        max_records=max_records,
+    )
+    answers = await gw.partitions.share_fetch(spec, [part for _, part in parts], session.in_flight)
+    for i, (out, epoch) in answers.items():
+        key = parts[i][0]
+        if key in rejected:
+            out.acknowledge_error_code, out.acknowledge_error_message = ErrorCode.invalid_request, rejected[key]
+        results[key] = (out, epoch)
     return results
 
 
@@ -320,33 +272,26 @@ async def end_session(gw: Any, session: ShareSession) -> None:
     """Release what the member holds on the session's partitions, once its calls are back; when
     the group has no session left here, its share partitions are evicted from their leaders."""
     if session.in_flight:
-        for handle, wake_key in session.in_flight.values():
-            if handle is not None:
-                handle.share_wake.remote([wake_key])  # no need to wait out their MaxWaitMs
+        for actor, wake_key in session.in_flight.values():
+            gw.partitions.share_wake(actor, [wake_key])  # no need to wait out their MaxWaitMs
         await asyncio.wait(list(session.in_flight), timeout=60)
-    await _on_leaders(gw, session.partitions, "share_release", session.group_id, session.member_id)
+    await gw.partitions.share_release(session.group_id, session.member_id, _named(gw, session.partitions))
     emptied = gw.share_sessions.group_emptied(session.group_id)
     if emptied:
         # Kafka's onGroupEmpty: the next fetch reads the durable state again, so a deleted or
         # altered share state is never served from a stale cache. The leader evicts only once
         # no gateway has a session of the group (members elsewhere may hold records).
-        await _on_leaders(gw, emptied, "share_evict", session.group_id, gateway=gw.node_id)
+        await gw.partitions.share_evict(session.group_id, _named(gw, emptied), gateway=gw.node_id)
 
 
-async def _on_leaders(gw: Any, partitions: Iterable[SharePartitionId], method: str, *args: Any, **kwargs: Any) -> None:
-    """Call method(*args, [(topic, partition), ...], **kwargs) on the leader of each partition, in parallel."""
-    per_actor: dict[str, list[tuple[str, int]]] = {}
+def _named(gw: Any, partitions: Iterable[SharePartitionId]) -> list[tuple[str, int]]:
+    """(topic name, partition) of each partition whose topic this gateway still knows."""
+    named = []
     for topic_id, p in partitions:
         info = gw.leadership.topics_by_id.get(topic_id)
-        route = gw.router.leader(info.name, p) if info is not None else None
-        if route is not None:
-            per_actor.setdefault(route[0], []).append((info.name, p))
-    calls = []
-    for actor, items in per_actor.items():
-        handle = gw.router.handle(actor)
-        if handle is not None:
-            calls.append(answer_or_none(getattr(handle, method).remote(*args, items, **kwargs)))
-    await asyncio.gather(*calls)
+        if info is not None:
+            named.append((info.name, p))
+    return named
 
 
 def connection_closed(gw: Any, connection_id: int) -> None:

@@ -1,0 +1,218 @@
+"""PartitionLeaderClient's long polls without Ray: Fetch and ShareFetch fanned out over actors,
+a dead actor, min bytes, waking the other leaders, and the share release/evict calls."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from types import SimpleNamespace
+
+from kio.schema.errors import ErrorCode
+from ray.exceptions import RayActorError
+
+from sharestate.state_batches import AcknowledgementBatch, AcquiredRecords
+
+from cluster.actors.partition_leader import PartitionLeaderActor
+from cluster.calls import FetchPartition, PartitionOp, ShareFetchSpec, SharePartitionCall
+from cluster.clients.partition_leader import PartitionLeaderClient
+from cluster.partition import FetchOutcome
+from cluster.share.requests import ShareOutcome
+
+
+class Method:
+    """An actor method as Ray shows it: `.remote(...)` gives what `answer` gives (a coroutine to await)."""
+
+    def __init__(self, answer) -> None:
+        self.answer = answer
+        self.calls: list[tuple] = []
+
+    def remote(self, *args, **kwargs):
+        self.calls.append(args + tuple(kwargs.values()))
+        return self.answer(*args, **kwargs)
+
+
+class FakeRouter:
+    def __init__(self, leaders: dict, handles: dict) -> None:
+        self.leaders, self.handles = leaders, handles
+        self.refreshes = 0
+
+    def leader(self, topic, partition):
+        return self.leaders.get((topic, partition))
+
+    def handle(self, actor):
+        return self.handles.get(actor)
+
+    async def refresh(self):
+        self.refreshes += 1
+
+
+def test_every_partition_leader_operation_is_a_method_of_the_actor():
+    actor_class = PartitionLeaderActor.__ray_actor_class__
+    assert all(callable(getattr(actor_class, op.value, None)) for op in PartitionOp)
+
+
+# -- Fetch ---------------------------------------------------------------------------------------------------
+
+
+def fetch_actor(records: dict[int, bytes], poll: asyncio.Event | None = None):
+    """Answers each item with `records[partition]`; a call with a wait and nothing to give
+    long-polls until `poll` is set (or it is cancelled)."""
+
+    async def fetch(items, wait, min_bytes, max_bytes):
+        if wait and poll is not None and not any(records.get(item[1]) for item in items):
+            await poll.wait()
+        return [FetchOutcome(ErrorCode.none, 100, 0, records.get(item[1], b"")) for item in items]
+
+    return SimpleNamespace(fetch=Method(fetch))
+
+
+def parts(*partitions):
+    return [FetchPartition("t", p, 10 * p, 1000) for p in partitions]
+
+
+def test_fetch_fans_out_one_call_per_actor_and_answers_in_the_callers_order():
+    a, b = fetch_actor({0: b"aa", 2: b"cc"}), fetch_actor({1: b"bb"})
+    router = FakeRouter({("t", 0): ("a", 3), ("t", 1): ("b", 4), ("t", 2): ("a", 3)}, {"a": a, "b": b})
+    outcomes = asyncio.run(PartitionLeaderClient(router).fetch(parts(0, 1, 2), 500, 1, 10_000))
+    assert [o.records for o in outcomes] == [b"aa", b"bb", b"cc"]
+    assert a.fetch.calls == [([("t", 0, 3, -1, 0, 1000), ("t", 2, 3, -1, 20, 1000)], 500, 1, 10_000)]
+    assert b.fetch.calls == [([("t", 1, 4, -1, 10, 1000)], 500, 1, 10_000)]
+
+
+def test_data_on_one_actor_asks_the_idle_one_again_without_waiting():
+    idle = asyncio.Event()  # never set: only the second, waitless call can answer
+    a, b = fetch_actor({0: b"data"}), fetch_actor({}, idle)
+    router = FakeRouter({("t", 0): ("a", 1), ("t", 1): ("b", 1)}, {"a": a, "b": b})
+    outcomes = asyncio.run(PartitionLeaderClient(router).fetch(parts(0, 1), 30_000, 1, 10_000))
+    assert [o.records for o in outcomes] == [b"data", b""]
+    assert [call[1] for call in b.fetch.calls] == [30_000, 0]
+
+
+def test_less_than_min_bytes_from_one_actor_leaves_the_other_polling():
+    async def main():
+        polled = asyncio.Event()
+        a, b = fetch_actor({0: b"abc"}), fetch_actor({}, polled)
+        router = FakeRouter({("t", 0): ("a", 1), ("t", 1): ("b", 1)}, {"a": a, "b": b})
+        task = asyncio.ensure_future(PartitionLeaderClient(router).fetch(parts(0, 1), 30_000, 10, 10_000))
+        while not a.fetch.calls or not b.fetch.calls:
+            await asyncio.sleep(0)
+        for _ in range(5):  # let a's answer (3 bytes of the 10 asked) reach the client
+            await asyncio.sleep(0)
+        assert not task.done() and len(b.fetch.calls) == 1
+        polled.set()
+        return await task, b
+
+    outcomes, b = asyncio.run(main())
+    assert [o.records for o in outcomes] == [b"abc", b""] and len(b.fetch.calls) == 1
+
+
+def test_a_dead_actor_answers_not_leader_for_its_partitions_and_refreshes_the_map():
+    async def dead(*_):
+        raise RayActorError()
+
+    a, gone = fetch_actor({0: b"x"}), SimpleNamespace(fetch=Method(dead))
+    router = FakeRouter({("t", 0): ("a", 1), ("t", 1): ("gone", 1)}, {"a": a, "gone": gone})
+
+    async def main():
+        outcomes = await PartitionLeaderClient(router).fetch(parts(0, 1, 2), 0, 1, 10_000)
+        await asyncio.sleep(0)  # the refresh runs in the background
+        return outcomes
+
+    outcomes = asyncio.run(main())
+    assert [o.error_code for o in outcomes] == [ErrorCode.none] + [ErrorCode.not_leader_or_follower] * 2
+    assert router.refreshes == 1
+
+
+# -- ShareFetch ------------------------------------------------------------------------------------------------
+
+
+class ShareActor:
+    """share_fetch answers `acquired[partition]` records at once, or long-polls until woken by key."""
+
+    def __init__(self, acquired: dict[int, int]) -> None:
+        self.acquired = acquired
+        self.polls: dict[str, asyncio.Event] = {}
+        self.share_fetch = Method(self._fetch)
+        self.share_wake = Method(self._wake)
+        self.share_release = Method(self._done)
+        self.share_evict = Method(self._done)
+
+    async def _fetch(self, call):
+        if call.max_wait_ms and not any(self.acquired.get(i.partition) for i in call.items):
+            await self.polls.setdefault(call.wake_key, asyncio.Event()).wait()
+        return [
+            ShareOutcome(acquired=(AcquiredRecords(0, n - 1, 1),) if (n := self.acquired.get(i.partition)) else ())
+            for i in call.items
+        ]
+
+    def _wake(self, keys):  # at once: the client does not await its wakes, as with Ray's fire and forget
+        for key in keys:
+            self.polls.setdefault(key, asyncio.Event()).set()
+
+    async def _done(self, *_args, **_kwargs):
+        return 0
+
+
+TOPIC_ID = uuid.uuid4()
+SPEC = ShareFetchSpec("g", "m", gateway=7, max_wait_ms=30_000)
+
+
+def share_parts(*partitions, acks=()):
+    return [SharePartitionCall("t", p, TOPIC_ID, acks) for p in partitions]
+
+
+def test_share_fetch_wakes_the_other_leaders_once_one_answers_with_records():
+    a, b = ShareActor({0: 5}), ShareActor({})
+    router = FakeRouter({("t", 0): ("a", 2), ("t", 1): ("b", 3)}, {"a": a, "b": b})
+    in_flight: dict = {}
+
+    async def main():
+        task = asyncio.ensure_future(PartitionLeaderClient(router).share_fetch(SPEC, share_parts(0, 1), in_flight))
+        while len(in_flight) < 2:
+            await asyncio.sleep(0)
+        assert sorted(actor for actor, _ in in_flight.values()) == ["a", "b"]
+        return await task
+
+    answers = asyncio.run(main())
+    assert [(i, out.acquired, epoch) for i, (out, epoch) in answers.items()] == [
+        (0, (AcquiredRecords(0, 4, 1),), 2), (1, (), 3)]
+    (call,) = b.share_fetch.calls[0]
+    assert b.share_wake.calls == [([call.wake_key],)] and call.wake_key.startswith("7:")
+    assert (call.group_id, call.member_id, call.gateway, call.items[0].epoch) == ("g", "m", 7, 3)
+    assert in_flight == {}
+
+
+def test_share_fetch_at_a_dead_or_missing_leader_fails_the_partition_and_its_acknowledgements():
+    async def dead(_call):
+        raise RayActorError()
+
+    acks = (AcknowledgementBatch(0, 0, (1,)),)
+    router = FakeRouter({("t", 0): ("gone", 4)}, {"gone": SimpleNamespace(share_fetch=Method(dead))})
+
+    async def main():
+        answers = await PartitionLeaderClient(router).share_fetch(SPEC, share_parts(0, 1, acks=acks))
+        await asyncio.sleep(0)
+        return answers
+
+    answers = asyncio.run(main())
+    (unrouted, no_epoch), (gone, epoch) = answers[1], answers[0]
+    assert list(answers) == [1, 0]  # leaderless parts first, then per leader
+    assert (unrouted.error_code, unrouted.acknowledge_error_code, no_epoch) == (
+        ErrorCode.not_leader_or_follower, ErrorCode.not_leader_or_follower, -1)
+    assert (gone.error_code, gone.error_message, gone.acknowledge_error_code, epoch) == (
+        ErrorCode.not_leader_or_follower, "the partition's leader is gone", ErrorCode.not_leader_or_follower, 4)
+    assert router.refreshes == 1
+
+
+def test_release_and_evict_go_once_to_each_leader_and_skip_partitions_without_one():
+    a, b = ShareActor({}), ShareActor({})
+    router = FakeRouter({("t", 0): ("a", 1), ("t", 1): ("b", 1), ("t", 2): ("a", 1)}, {"a": a, "b": b})
+    client = PartitionLeaderClient(router)
+    asyncio.run(client.share_release("g", "m", [("t", 0), ("t", 1), ("t", 2), ("t", 9)]))
+    asyncio.run(client.share_evict("g", [("t", 1)], gateway=7))
+    assert a.share_release.calls == [("g", "m", [("t", 0), ("t", 2)])]
+    assert b.share_release.calls == [("g", "m", [("t", 1)])]
+    assert b.share_evict.calls == [("g", [("t", 1)], 7)] and a.share_evict.calls == []
+    client.share_wake("b", ["7:1"])
+    client.share_wake("gone", ["7:2"])  # no actor: nothing to wake
+    assert b.share_wake.calls == [(["7:1"],)]
