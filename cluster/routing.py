@@ -1,11 +1,12 @@
-"""Routing requests to the actors that lead their partitions, batched per actor.
+"""Routing requests to the actors that lead their partitions.
 
-A Ray call costs far more than the work of a heartbeat or a small produce, so every call to
-an actor method made within one event-loop tick travels in one Ray call (`ActorBatcher`).
-The leadership map comes from the controller (pushed on every change, pulled on a miss); a
-call that finds its actor dead, or a leader that says it no longer leads at that epoch,
-refreshes the map and is retried once, so a failover the controller already handled is
+The leadership map comes from the controller (pushed on every change, pulled through the
+ControllerClient on a miss). Calls travel batched per actor and loop tick (cluster/clients/
+batchers.py); a call that finds its actor dead, or a leader that says it no longer leads at that
+epoch, refreshes the map and is retried once, so a failover the controller already handled is
 invisible to the client; otherwise the client gets Kafka's retriable error and retries itself.
+The Router is the transport every client shares, not a client of one actor kind: the typed
+calls are the clients' (cluster/clients/).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ray.exceptions import RayActorError, RayError
-
+from cluster.clients.batchers import ActorBatcher, batcher_for
+from cluster.clients.controller import ControllerClient
+from cluster.clients.failures import ACTOR_GONE
 from cluster.leadership import Leadership
 
 log = logging.getLogger(__name__)
@@ -26,87 +28,10 @@ class NoLeader(Exception):
     """No live actor leads the partition right now (a failover is in progress)."""
 
 
-ACTOR_GONE = (RayActorError, RayError, asyncio.CancelledError)
-
-
-async def answer_or_none(ref: Any) -> Any:
-    """What a Ray call answered, or None if there was no actor to call or it died meanwhile."""
-    if ref is None:
-        return None
-    try:
-        return await ref
-    except ACTOR_GONE:
-        return None
-
-
-class ActorBatcher:
-    def __init__(self, handle: Any, method: str) -> None:
-        self._method = getattr(handle, method)
-        self._items: list[Any] = []
-        self._futures: list[asyncio.Future] = []
-        self._scheduled = False
-
-    def call(self, item: Any) -> asyncio.Future:
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-        self._items.append(item)
-        self._futures.append(future)
-        if not self._scheduled:
-            self._scheduled = True
-            loop.call_soon(self._flush)
-        return future
-
-    def _flush(self) -> None:
-        items, futures = self._items, self._futures
-        self._items, self._futures, self._scheduled = [], [], False
-        ref = self._method.remote(items)
-        asyncio.ensure_future(self._deliver(ref, futures))
-
-    @staticmethod
-    async def _deliver(ref: Any, futures: list[asyncio.Future]) -> None:
-        try:
-            results = await ref
-        except BaseException as exc:  # the actor died or the call failed: every caller learns it
-            for f in futures:
-                if not f.done():
-                    f.set_exception(exc if isinstance(exc, Exception) else RayActorError())
-            return
-        for f, r in zip(futures, results):
-            if not f.done():
-                f.set_result(r)
-
-
-class StreamingBatcher(ActorBatcher):
-    """For operations that may park (JoinGroup, SyncGroup): one Ray streaming call per tick whose
-    answers come back as each operation completes, so one long wait holds back no one else."""
-
-    def _flush(self) -> None:
-        items, futures = self._items, self._futures
-        self._items, self._futures, self._scheduled = [], [], False
-        stream = self._method.options(num_returns="streaming").remote(items)
-        asyncio.ensure_future(self._deliver_stream(stream, futures))
-
-    @staticmethod
-    async def _deliver_stream(stream: Any, futures: list[asyncio.Future]) -> None:
-        try:
-            async for ref in stream:
-                for index, result in await ref:
-                    if not futures[index].done():
-                        futures[index].set_result(result)
-        except BaseException as exc:
-            error = exc if isinstance(exc, Exception) else RayActorError()
-            for f in futures:
-                if not f.done():
-                    f.set_exception(error)
-            return
-        for f in futures:  # the stream ended: anything unanswered is a bug in the actor
-            if not f.done():
-                f.set_exception(RuntimeError("actor stream ended without an answer"))
-
-
 class Router:
     def __init__(self, controller: Any, leadership: Leadership) -> None:
-        self.controller = controller
+        """controller: the controller actor's handle (None where nothing may pull the map)."""
+        self.controller = ControllerClient(controller)
         self.leadership = leadership
         self._batchers: dict[tuple[str, str], ActorBatcher] = {}
         self._refresh: asyncio.Future | None = None
@@ -132,7 +57,7 @@ class Router:
     async def _pull(self) -> Leadership:
         self.refreshes += 1
         try:
-            self.update(await self.controller.leadership.remote())
+            self.update(await self.controller.leadership())
         except Exception:
             log.exception("leadership refresh failed")
         return self.leadership
@@ -151,8 +76,7 @@ class Router:
                 future = asyncio.get_running_loop().create_future()
                 future.set_exception(NoLeader(f"{actor} is not live"))
                 return future
-            kind = StreamingBatcher if method.endswith("_stream") else ActorBatcher
-            batcher = self._batchers[(actor, method)] = kind(handle, method)
+            batcher = self._batchers[(actor, method)] = batcher_for(handle, method)
         return batcher.call(item)
 
     async def call_leader(

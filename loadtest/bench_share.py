@@ -137,10 +137,11 @@ async def coordinator_write_rates(controller: Any, seconds: float, writers: int)
 
     from cluster.actors.coordinator_host import CoordinatorError
     from cluster.metadata import CONSUMER_OFFSETS
+    from cluster.clients.controller import ControllerClient
     from cluster.persister import Persister
     from cluster.routing import Router
 
-    router = Router(controller, await controller.leadership.remote())
+    router = Router(controller, await ControllerClient(controller).leadership())
     persister = Persister(router, 50)
     topic_id = uuid.uuid4()
     groups = [f"bench-state-{i}" for i in range(writers)]

@@ -22,8 +22,9 @@ from sharestate import messages as m
 from cluster.actors.common import ActorKind
 from cluster.actors.coordinator_host import CoordinatorError
 from cluster.calls import CoordinatorCall, CoordinatorOp, Failed, Listing
+from cluster.clients.failures import ACTOR_GONE
 from cluster.metadata import CONSUMER_OFFSETS
-from cluster.routing import ACTOR_GONE, NoLeader
+from cluster.routing import NoLeader
 
 log = logging.getLogger(__name__)
 
