@@ -24,6 +24,9 @@ replays them at once, and again when it loads the partition after a failover).
 - ReadSummary: start offset, state epoch, leader epoch, delivery-complete count; no fencing,
   and an uninitialized partition answers Kafka's defaults rather than an error.
 
+The state value is share_group_offset.py, batch merging batch_combiner.py; this module holds the
+operations and their replay.
+
 Kafka keeps the fencing epochs in side maps (leaderEpochMap, stateEpochMap: the maximum ever
 replayed) beside the state. Here they are the state's own fields: writes never change them,
 Read only raises the leader epoch, Initialize only raises the state epoch and keeps the leader
@@ -32,11 +35,7 @@ epoch. So they always equal Kafka's maxima, and they are rebuilt exactly from a 
 
 from __future__ import annotations
 
-import dataclasses
-import heapq
-from dataclasses import dataclass
 from typing import Any
-from uuid import UUID
 
 from kio.schema.errors import ErrorCode
 
@@ -45,12 +44,12 @@ from kernel.codec import Record
 from kernel.result import RequestToken, Result
 from kernel.snapshot import TouchedKeys
 from sharestate import messages as m
+from sharestate.batch_combiner import combine_state_batches
 from sharestate.config import ShareCoordinatorConfig
+from sharestate.share_group_offset import ShareGroupOffset, SharePartitionKey, empty_base
 from sharestate.records import (
     ShareSnapshotKey,
-    ShareSnapshotValue,
     ShareUpdateKey,
-    ShareUpdateValue,
     StateBatch,
     share_snapshot_record,
     share_snapshot_tombstone,
@@ -59,135 +58,7 @@ from sharestate.records import (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class SharePartitionKey:
-    """Kafka's SharePartitionKey: one share group's view of one topic partition."""
-
-    group_id: str
-    topic_id: UUID
-    partition: int
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupOffset:
-    """Kafka's ShareGroupOffset: the state of one share partition after replay."""
-
-    snapshot_epoch: int
-    state_epoch: int
-    leader_epoch: int
-    start_offset: int
-    delivery_complete_count: int
-    state_batches: tuple[StateBatch, ...] = ()
-    create_timestamp: int = 0
-    write_timestamp: int = 0
-
-    @staticmethod
-    def from_snapshot(value: ShareSnapshotValue) -> "ShareGroupOffset":
-        return ShareGroupOffset(
-            snapshot_epoch=value.snapshot_epoch,
-            state_epoch=value.state_epoch,
-            leader_epoch=value.leader_epoch,
-            start_offset=value.start_offset,
-            delivery_complete_count=value.delivery_complete_count,
-            state_batches=tuple(value.state_batches),
-            create_timestamp=value.create_timestamp,
-            write_timestamp=value.write_timestamp,
-        )
-
-    def merge(self, update: ShareUpdateValue) -> "ShareGroupOffset":
-        """Kafka's ShareCoordinatorShard.merge: an update applied to this state.
-
-        -1 start offset or leader epoch means "unchanged". Snapshot epoch, state epoch and the
-        timestamps stay (an update carries no time; only snapshots do).
-        """
-        start_offset = self.start_offset if update.start_offset == -1 else update.start_offset
-        return dataclasses.replace(
-            self,
-            leader_epoch=self.leader_epoch if update.leader_epoch == -1 else update.leader_epoch,
-            start_offset=start_offset,
-            delivery_complete_count=update.delivery_complete_count,
-            state_batches=combine_state_batches(self.state_batches, update.state_batches, start_offset),
-        )
-
-
-def _empty_base(update: ShareUpdateValue) -> ShareGroupOffset:
-    """What an update with no state before it merges onto (Kafka: ShareGroupOffset.fromRecord)."""
-    return ShareGroupOffset(
-        snapshot_epoch=update.snapshot_epoch,
-        state_epoch=m.DEFAULT_STATE_EPOCH,
-        leader_epoch=-1,
-        start_offset=m.UNINITIALIZED_START_OFFSET,
-        delivery_complete_count=m.UNINITIALIZED_DELIVERY_COMPLETE_COUNT,
-    )
-
-
-# -- batch combining (Kafka's PersisterStateBatchCombiner) ---------------------------------------
-
-
-def _priority(batch: StateBatch) -> tuple[int, int]:
-    """Kafka's compareBatchDeliveryInfo: on overlapping offsets the higher delivery count wins,
-    then the higher delivery state (AVAILABLE 0 < ACQUIRED 1 < ACKNOWLEDGED 2 < ARCHIVED 4).
-
-    A record's delivery count only grows and its state only moves on (to a terminal state, or
-    back to AVAILABLE with a higher count on the next acquisition), so this is "the newer batch
-    wins" for every history a share-partition leader writes, and it keeps a late or repeated
-    write from undoing progress.
-    """
-    return batch.delivery_count, batch.delivery_state
-
-
-def combine_state_batches(
-    batches_so_far: tuple[StateBatch, ...] | list[StateBatch],
-    new_batches: tuple[StateBatch, ...] | list[StateBatch],
-    start_offset: int,
-) -> tuple[StateBatch, ...]:
-    """Merge two batch lists into one sorted list of non-overlapping batches.
-
-    As PersisterStateBatchCombiner.combineStateBatches: batches ending before `start_offset`
-    are dropped and one that straddles it is trimmed (unless start_offset is -1); on offsets
-    where batches overlap, the one with the higher priority (`_priority`) wins. Kafka merges
-    pairwise in a TreeSet and occasionally leaves two adjacent batches with equal state apart;
-    this sweep gives the same state for every offset and always coalesces them.
-    """
-    batches = [*batches_so_far, *new_batches]
-    if start_offset != -1:
-        batches = [
-            b if b.first_offset >= start_offset else dataclasses.replace(b, first_offset=start_offset)
-            for b in batches
-            if b.last_offset >= start_offset
-        ]
-    if len(batches) < 2:
-        return tuple(batches)
-
-    # Sweep the elementary intervals between batch boundaries; a heap holds the batches that
-    # started, best priority on top, and drops those that ended when they surface.
-    by_first = sorted(batches, key=lambda b: b.first_offset)
-    bounds = sorted({b.first_offset for b in batches} | {b.last_offset + 1 for b in batches})
-    heap: list[tuple[int, int, int, StateBatch]] = []
-    combined: list[StateBatch] = []
-    started = 0
-    for low, next_low in zip(bounds, bounds[1:]):
-        while started < len(by_first) and by_first[started].first_offset <= low:
-            batch = by_first[started]
-            count, state = _priority(batch)
-            heapq.heappush(heap, (-count, -state, started, batch))
-            started += 1
-        while heap and heap[0][3].last_offset < low:
-            heapq.heappop(heap)
-        if not heap:
-            continue  # a gap between batches
-        winner = heap[0][3]
-        last = combined[-1] if combined else None
-        if (
-            last is not None
-            and last.last_offset + 1 == low
-            and last.delivery_state == winner.delivery_state
-            and last.delivery_count == winner.delivery_count
-        ):
-            combined[-1] = dataclasses.replace(last, last_offset=next_low - 1)
-        else:
-            combined.append(StateBatch(low, next_low - 1, winner.delivery_state, winner.delivery_count))
-    return tuple(combined)
+__all__ = ["ShareCoordinatorShard", "ShareGroupOffset", "SharePartitionKey", "combine_state_batches"]
 
 
 def _valid_batches(batches: tuple[StateBatch, ...]) -> bool:
@@ -408,7 +279,7 @@ class ShareCoordinatorShard:
             if record.value is None:
                 return  # a deleted partition's slot leaving the log (records.py)
             spk = SharePartitionKey(key.group_id, key.topic_id, key.partition)
-            base = self.states.get(spk) or _empty_base(record.value)
+            base = self.states.get(spk) or empty_base(record.value)
             self.states[spk] = base.merge(record.value)
             self.update_counts[spk] = key.slot + 1
             self.highest_slots[spk] = max(self.highest_slots.get(spk, -1), key.slot)

@@ -7,6 +7,9 @@ the target assignment (ShareGroupTargetAssignmentMember/-Metadata) and which sha
 their share state initializing, initialized or being deleted (ShareGroupStatePartitionMetadata).
 `replay` applies those records and is the only code that changes a share group; an operation reads
 the group and writes records. Members are immutable: a change makes a new member.
+
+The member is member.py, the share-state partition metadata partition_metadata.py; both are
+re-exported here, where the group and its replay use them.
 """
 
 from __future__ import annotations
@@ -24,6 +27,14 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.classic.messages import ListedGroup
 from coordinator.share.messages import SHARE_PROTOCOL_TYPE, ShareStateDelete
+from coordinator.share.member import (  # noqa: F401  (re-exported)
+    MemberState,
+    ShareGroupMember,
+    TopicPartitions,
+    freeze_partitions,
+    member_view,
+    partitions_view,
+)
 from coordinator.share.metadata import TopicsImage
 from coordinator.share.partition_metadata import (  # noqa: F401  (re-exported: the group's part of its records)
     EMPTY_SHARE_STATE,
@@ -57,8 +68,6 @@ from coordinator.share.records import (
 if TYPE_CHECKING:  # pragma: no cover
     from coordinator.group import Scheduler
 
-TopicPartitions = Mapping[UUID, frozenset[int]]  # topic id -> partitions; never an empty set
-
 LEAVE_GROUP_MEMBER_EPOCH = -1
 
 
@@ -85,41 +94,6 @@ _VALID_PREVIOUS: dict[ShareGroupState, frozenset[ShareGroupState]] = {
     _S.STABLE: frozenset({_S.EMPTY}),
     _S.DEAD: frozenset({_S.EMPTY, _S.STABLE}),
 }
-
-
-class MemberState(enum.IntEnum):
-    """Kafka's modern MemberState values (as written in ShareGroupCurrentMemberAssignment.State).
-
-    A share member takes its target assignment at once (nothing to revoke first), so it is always
-    STABLE; the other values exist only to read what Kafka could write."""
-
-    STABLE = 0
-    UNREVOKED_PARTITIONS = 1
-    UNRELEASED_PARTITIONS = 2
-    UNKNOWN = 127
-
-
-def freeze_partitions(partitions: Mapping[UUID, Iterable[int]]) -> dict[UUID, frozenset[int]]:
-    """An assignment in canonical form: frozensets, no topic with no partitions."""
-    return {topic_id: frozenset(ps) for topic_id, ps in partitions.items() if ps}
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupMember:
-    """Kafka's ShareGroupMember (its Builder's defaults for a new member)."""
-
-    member_id: str
-    member_epoch: int = 0
-    previous_member_epoch: int = -1
-    state: MemberState = MemberState.STABLE
-    rack_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    subscribed_topic_names: frozenset[str] = frozenset()
-    assigned_partitions: TopicPartitions = field(default_factory=dict)
-
-    def is_reconciled_to(self, target_assignment_epoch: int) -> bool:
-        return self.state is MemberState.STABLE and self.member_epoch == target_assignment_epoch
 
 
 def session_key(group_id: str, member_id: str) -> Hashable:
@@ -234,31 +208,14 @@ class ShareGroup:
             self.group_epoch,
             self.metadata_hash,
             self.assignment_epoch,
-            tuple(sorted((mid, _member_view(m)) for mid, m in self.members.items())),
-            tuple(sorted((mid, _partitions_view(p)) for mid, p in self.target_assignment.items())),
+            tuple(sorted((mid, member_view(m)) for mid, m in self.members.items())),
+            tuple(sorted((mid, partitions_view(p)) for mid, p in self.target_assignment.items())),
             None if share_state is None else (
                 _init_view(share_state.initializing),
                 _init_view(share_state.initialized),
                 tuple(sorted(share_state.deleting.items())),
             ),
         )
-
-
-def _partitions_view(partitions: TopicPartitions) -> tuple[tuple[UUID, tuple[int, ...]], ...]:
-    return tuple((topic_id, tuple(sorted(ps))) for topic_id, ps in sorted(partitions.items()))
-
-
-def _member_view(m: ShareGroupMember) -> tuple[Any, ...]:
-    return (
-        m.member_epoch,
-        m.previous_member_epoch,
-        int(m.state),
-        m.rack_id,
-        m.client_id,
-        m.client_host,
-        tuple(sorted(m.subscribed_topic_names)),
-        _partitions_view(m.assigned_partitions),
-    )
 
 
 def _init_view(topics: Mapping[UUID, InitMapValue]) -> tuple[Any, ...]:

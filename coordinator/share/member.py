@@ -1,0 +1,64 @@
+"""A share group's member as the group coordinator holds it (Kafka 4.x modern/share/ShareGroupMember,
+modern MemberState). Members are immutable: a change makes a new member."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+TopicPartitions = Mapping[UUID, frozenset[int]]  # topic id -> partitions; never an empty set
+
+
+class MemberState(enum.IntEnum):
+    """Kafka's modern MemberState values (as written in ShareGroupCurrentMemberAssignment.State).
+
+    A share member takes its target assignment at once (nothing to revoke first), so it is always
+    STABLE; the other values exist only to read what Kafka could write."""
+
+    STABLE = 0
+    UNREVOKED_PARTITIONS = 1
+    UNRELEASED_PARTITIONS = 2
+    UNKNOWN = 127
+
+
+def freeze_partitions(partitions: Mapping[UUID, Iterable[int]]) -> dict[UUID, frozenset[int]]:
+    """An assignment in canonical form: frozensets, no topic with no partitions."""
+    return {topic_id: frozenset(ps) for topic_id, ps in partitions.items() if ps}
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMember:
+    """Kafka's ShareGroupMember (its Builder's defaults for a new member)."""
+
+    member_id: str
+    member_epoch: int = 0
+    previous_member_epoch: int = -1
+    state: MemberState = MemberState.STABLE
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: frozenset[str] = frozenset()
+    assigned_partitions: TopicPartitions = field(default_factory=dict)
+
+    def is_reconciled_to(self, target_assignment_epoch: int) -> bool:
+        return self.state is MemberState.STABLE and self.member_epoch == target_assignment_epoch
+
+
+def partitions_view(partitions: TopicPartitions) -> tuple[tuple[UUID, tuple[int, ...]], ...]:
+    return tuple((topic_id, tuple(sorted(ps))) for topic_id, ps in sorted(partitions.items()))
+
+
+def member_view(m: ShareGroupMember) -> tuple[Any, ...]:
+    return (
+        m.member_epoch,
+        m.previous_member_epoch,
+        int(m.state),
+        m.rack_id,
+        m.client_id,
+        m.client_host,
+        tuple(sorted(m.subscribed_topic_names)),
+        partitions_view(m.assigned_partitions),
+    )
