@@ -51,8 +51,8 @@ class ShareSession:
     connection_id: int
     partitions: dict[SharePartitionId, None] = field(default_factory=dict)  # insertion-ordered set
     requests: int = 0  # rotates which partition is served first
-    # The gateway's pending leader calls for it: task -> (actor handle, wake key).
-    in_flight: dict[Any, tuple[Any, str]] = field(default_factory=dict)
+    # The gateway's pending leader calls for it: task -> (actor name, wake key).
+    in_flight: dict[Any, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str]:
