@@ -61,6 +61,9 @@ class PartitionLeader:
         self.data_dir = Path(data_dir)
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"{name}-io")
         self.partitions: dict[TP, UserPartition] = {}
+        # Opens under way: the controller retries a load that timed out, and the retry must join the
+        # open in progress rather than open the same log directory a second time.
+        self._opening: dict[TP, asyncio.Task] = {}
         self._log_config = user_log_config(config)
         clock = clock or SystemClock()
         self.shares = SharePartitionManager(config, persister, clock, wakeups or LoopWakeups(clock), self._leading)
@@ -77,17 +80,27 @@ class PartitionLeader:
                 # Someone else may have led in between: share partitions re-read their state.
                 self.shares.drop_partition(topic, p)
                 return None
-            path = self.data_dir / f"{topic}-{p}"
-            log = await self._run(self._open_log, path, self._log_config)
-            # Idempotent producers' last batches, so that a retry reaching this new leader after a
-            # failover is still recognised as a duplicate (headers only; see producer_state.py).
-            producer_state = await self._run(_rebuild_producer_state, log)
-            self.partitions[(topic, p)] = UserPartition(
-                topic, p, epoch, log, self.executor, self.config["message.max.bytes"], producer_state
-            )
-            return f"{topic}-{p}: {log.recovery.reason}" if log.recovery.truncated else None
+            opening = self._opening.get((topic, p))
+            if opening is None:
+                opening = self._opening[(topic, p)] = asyncio.ensure_future(self._open(topic, p, epoch))
+                opening.add_done_callback(lambda _t, tp=(topic, p): self._opening.pop(tp, None))
+            # Shielded: a caller that stops waiting (the load timed out) must not cancel the open.
+            cut = await asyncio.shield(opening)
+            self.partitions[(topic, p)].epoch = max(self.partitions[(topic, p)].epoch, epoch)
+            return cut
 
         return [r for r in await asyncio.gather(*(load_one(*item) for item in items)) if r]
+
+    async def _open(self, topic: str, p: int, epoch: int) -> str | None:
+        path = self.data_dir / f"{topic}-{p}"
+        log = await self._run(self._open_log, path, self._log_config)
+        # Idempotent producers' last batches, so that a retry reaching this new leader after a
+        # failover is still recognised as a duplicate (headers only; see producer_state.py).
+        producer_state = await self._run(_rebuild_producer_state, log)
+        self.partitions[(topic, p)] = UserPartition(
+            topic, p, epoch, log, self.executor, self.config["message.max.bytes"], producer_state
+        )
+        return f"{topic}-{p}: {log.recovery.reason}" if log.recovery.truncated else None
 
     async def unload(self, items: list[TP]) -> None:
         await asyncio.gather(*(self._close(tp) for tp in items))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import pytest
@@ -162,6 +163,33 @@ def test_max_bytes_limits_the_response_but_always_returns_a_first_batch(tmp_path
         offsets = await leader.list_offsets([("t", 0, 1, -1, -2), ("t", 0, 1, -1, -1), ("t", 0, 1, -1, -3)])
         # Earliest, latest, and the first record carrying the largest timestamp (the middle batch).
         assert [o[1] for o in offsets] == [0, 9, 3]
+        await leader.shutdown()
+
+    asyncio.run(main())
+
+
+def test_a_load_retried_while_the_first_open_is_stuck_joins_it_and_opens_the_log_once(tmp_path):
+    # The controller retries a load that timed out; the retry must not open the directory twice.
+    opens: list[Path] = []
+    release = threading.Event()
+
+    def slow_open(path: Path, cfg) -> PartitionLog:
+        opens.append(path)
+        release.wait(10)
+        return PartitionLog.open(path, cfg)
+
+    async def main():
+        leader = PartitionLeader("partition-leader-0", Config({"message.max.bytes": 4096}), tmp_path, log_opener=slow_open)
+        first = asyncio.ensure_future(leader.load([("t", 0, 1)]))
+        while not opens:
+            await asyncio.sleep(0.001)
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(leader.load([("t", 0, 1)]), 0.01)  # the caller gives up; the open goes on
+        retry = asyncio.ensure_future(leader.load([("t", 0, 2)]))
+        release.set()
+        assert await first == [] and await retry == []
+        assert len(opens) == 1
+        assert leader.partitions[("t", 0)].epoch == 2
         await leader.shutdown()
 
     asyncio.run(main())
