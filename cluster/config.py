@@ -107,6 +107,14 @@ SETTINGS: dict[str, Setting] = {
         Setting("raygroups.load.timeout.ms", 120_000, _positive,
                 "how long the controller waits for an actor to load partitions before it retries the load"),
         Setting("raygroups.cluster.id", "raygroups", str, "cluster id shown in Metadata and DescribeCluster"),
+        # Kafka has no such broker settings: its controller only bounds the records of one operation
+        # (MAX_RECORDS_PER_USER_OP, 10,000) and answers POLICY_VIOLATION beyond; hence raygroups.*.
+        Setting("raygroups.max.partitions.per.topic", 10_000, _positive,
+                "partitions one topic may have; CreateTopics/CreatePartitions beyond answer POLICY_VIOLATION "
+                "(not a Kafka setting)"),
+        Setting("raygroups.max.partitions", 20_000, _positive,
+                "partitions the whole cluster may have, internal topics included; beyond: POLICY_VIOLATION "
+                "(not a Kafka setting)"),
     ]
 }
 
