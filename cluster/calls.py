@@ -33,6 +33,7 @@ class CoordinatorOp(str, enum.Enum):
     SHARE_HEARTBEAT = "share_heartbeat"
     SHARE_DESCRIBE = "share_describe"
     SHARE_TOPICS = "share_topics"
+    SHARE_DELETE_PREPARE = "share_delete_prepare"
 
     @property
     def parks(self) -> bool:

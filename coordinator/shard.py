@@ -33,6 +33,7 @@ from coordinator.group import Group
 from coordinator.classic.records import ClassicGroupStateKey, GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue
 from coordinator.share.records import SHARE_GROUP_KEYS
 from kernel.result import RequestToken, Result
+from coordinator.share import deletion
 from coordinator.share import admin as share_admin
 from coordinator.share import group as share_group
 from coordinator.share import heartbeat as share_heartbeat
@@ -138,6 +139,11 @@ class GroupCoordinatorShard:
     def share_group_topics(self, group_ids: tuple[str, ...], token: RequestToken | None = None) -> Result:
         ctx = OperationContext(self, token)
         return ctx.result([share_admin.share_group_topics(ctx, g) for g in group_ids])
+
+    def share_group_delete_prepare(self, group_ids: tuple[str, ...], token: RequestToken | None = None) -> Result:
+        """DeleteGroups' first step: Empty checked and share partitions moved to deleting, in one operation."""
+        ctx = OperationContext(self, token)
+        return ctx.result(deletion.prepare_share_group_deletes(ctx, group_ids))
 
     def update_topics(self, topics: tuple[TopicImage, ...], token: RequestToken | None = None) -> Result:
         """The cluster's topic metadata changed (Kafka's onMetadataUpdate + maybeCleanupShareGroupState).

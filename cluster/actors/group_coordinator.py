@@ -43,6 +43,7 @@ OPERATIONS = {
     "share_heartbeat": "share_group_heartbeat",
     "share_describe": "share_group_describe",
     "share_topics": "share_group_topics",
+    "share_delete_prepare": "share_group_delete_prepare",
 }
 
 

@@ -16,7 +16,6 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.hashing import group_partition
-from coordinator.share.messages import ShareGroupTopics
 from sharestate import messages as m
 
 from cluster.actors.common import ActorKind
@@ -103,30 +102,18 @@ class CoordinatorClient:
         return {g: kept.get(g) or deleted[g] for g in ids}
 
     async def _delete_share_state(self, group_ids: list[str]) -> dict[str, Failed]:
-        """The share groups among group_ids whose state could not be deleted, with the error."""
-        described = await self.per_group(CoordinatorOp.SHARE_DESCRIBE, group_ids)
-        failed: dict[str, Failed] = {}
-        empty_share_groups = []
-        for g, d in described.items():
-            if isinstance(d, Failed):
-                failed[g] = d  # the coordinator cannot be asked now: neither can it delete
-            elif d.error_code == ErrorCode.none and d.group_state.lower() == "empty":
-                empty_share_groups.append(g)
-        if not empty_share_groups:
-            return failed
-        listed = await self.per_group(CoordinatorOp.SHARE_TOPICS, empty_share_groups)
+        """DeleteGroups' first two steps for share groups (coordinator/share/deletion.py): the
+        coordinator checks Empty and moves the share partitions to deleting in one operation, then
+        their share state is deleted. Returns the groups that must stay, with the error."""
+        prepared = await self.per_group(CoordinatorOp.SHARE_DELETE_PREPARE, group_ids)
 
-        async def delete_state(group_id: str, topics: Any) -> Failed | None:
-            if isinstance(topics, Failed):
-                return topics
-            if not isinstance(topics, ShareGroupTopics) or topics.error_code != ErrorCode.none:
-                return None  # no longer a share group: the delete below answers for it
+        async def delete_state(group_id: str, step: Any) -> Failed | None:
+            if isinstance(step, Failed):
+                return step  # the coordinator cannot be asked now: neither can it delete
+            if step.error_code != ErrorCode.none:
+                return None  # not Empty: the group delete checks again and answers GROUP_NOT_EMPTY
             answers = await asyncio.gather(
-                *(
-                    self.persister.delete(m.DeleteShareGroupStateRequest(group_id, topic_id, p))
-                    for topic_id, _name, partitions in topics.topics
-                    for p in partitions
-                )
+                *(self.persister.delete(m.DeleteShareGroupStateRequest(d.group_id, d.topic_id, d.partition)) for d in step.deletes)
             )
             errors = [a for a in answers if a.error_code != ErrorCode.none]
             if errors:
@@ -134,6 +121,5 @@ class CoordinatorClient:
                 return Failed(errors[0].error_code, errors[0].error_message or "")
             return None
 
-        results = await asyncio.gather(*(delete_state(g, listed[g]) for g in empty_share_groups))
-        failed.update({g: r for g, r in zip(empty_share_groups, results) if r is not None})
-        return failed
+        results = await asyncio.gather(*(delete_state(g, prepared[g]) for g in group_ids))
+        return {g: r for g, r in zip(group_ids, results) if r is not None}

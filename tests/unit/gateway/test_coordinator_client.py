@@ -10,7 +10,7 @@ from types import SimpleNamespace
 from kio.schema.errors import ErrorCode
 
 from coordinator.classic.messages import DeletedGroup, ListedGroup
-from coordinator.share.messages import DescribedShareGroup, ShareGroupTopics
+from coordinator.share.messages import ShareStateDelete, ShareStateDeletion
 from sharestate import messages as m
 
 from cluster.actors.coordinator_host import CoordinatorError
@@ -54,11 +54,13 @@ def groups_table(share_groups=("s",), state="Empty"):
     classic group "c"; it answers DeleteGroups for everything it is asked."""
 
     def coordinator(op, partition, request):
-        if op == "share_describe":
-            return [DescribedShareGroup(g, ErrorCode.none, None, state) if g in share_groups
-                    else DescribedShareGroup(g, ErrorCode.group_id_not_found) for g in request]
-        if op == "share_topics":
-            return [ShareGroupTopics(g, ErrorCode.none, None, ((TOPIC_ID, "t", (0, 1)),)) for g in request]
+        if op == "share_delete_prepare":
+            return [
+                ShareStateDeletion(g, ErrorCode.none, tuple(ShareStateDelete(g, TOPIC_ID, p) for p in (0, 1)))
+                if g in share_groups and state == "Empty"
+                else ShareStateDeletion(g, ErrorCode.non_empty_group if g in share_groups else ErrorCode.none)
+                for g in request
+            ]
         if op == "delete":
             return [DeletedGroup(g, ErrorCode.none) for g in request]
         raise AssertionError(op)
@@ -73,7 +75,7 @@ def test_delete_groups_deletes_a_share_groups_state_before_the_group():
     result = asyncio.run(client.delete_groups(["s", "c"]))
     assert result == {"s": DeletedGroup("s", ErrorCode.none), "c": DeletedGroup("c", ErrorCode.none)}
     steps = [entry[1] if entry[0] != "persister.delete" else "persister.delete" for entry in log]
-    assert steps == ["share_describe", "share_topics", "persister.delete", "persister.delete", "delete"]
+    assert steps == ["share_delete_prepare", "persister.delete", "persister.delete", "delete"]
     assert log[-1][3] == ("s", "c")
 
 
