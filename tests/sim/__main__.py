@@ -2,11 +2,13 @@
 
     python -m tests.sim --seeds 5000            # seeds 0..4999, a progress bar, a summary table
     python -m tests.sim --seed 1234 -v          # replay one seed exactly, printing every step
+    python -m tests.sim --kind share --seeds 2000 [--retention]   # the share side (or --kind all)
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 
@@ -14,54 +16,86 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
-from tests.sim.world import Violation, World, run
+from tests.sim import share_world, world
+
+DEFAULT_STEPS = {"group": 400, "share": 300}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.sim", description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=1000, help="how many seeds to run (from --start)")
-    parser.add_argument("--start", type=int, default=0)
-    parser.add_argument("--steps", type=int, default=400, help="steps per seed")
-    parser.add_argument("--seed", type=int, help="replay this one seed")
-    parser.add_argument("-v", "--verbose", action="store_true", help="with --seed: print every step")
-    args = parser.parse_args(argv)
-    console = Console()
-    if args.seed is not None:
-        world = World(args.seed)
-        try:
-            for n in range(args.steps):
-                before = len(world.trace)
-                world.step()
-                if args.verbose:
-                    for line in world.trace[before:]:
-                        console.print(f"[dim]{n:4}[/] {line}", highlight=False)
-                world.check()
-        except Violation as exc:
-            console.print(f"[red]seed {args.seed}, step {n}: {exc}")
-            return 1
-        finally:
-            world.close()
-        console.print(f"[green]seed {args.seed}: {args.steps} steps, every invariant held")
-        return 0
+def _make(kind: str, seed: int, retention: bool):
+    return world.World(seed) if kind == "group" else share_world.ShareWorld(seed, retention=retention)
+
+
+def _run(kind: str, seed: int, steps: int, retention: bool) -> None:
+    if kind == "group":
+        world.run(seed, steps)
+    else:
+        share_world.run(seed, steps, retention=retention)
+
+
+def replay(kind: str, seed: int, steps: int, verbose: bool, retention: bool, console: Console) -> int:
+    sim = _make(kind, seed, retention)
+    try:
+        for n in range(steps):
+            before = len(sim.trace)
+            sim.step()
+            if verbose:
+                for line in sim.trace[before:]:
+                    console.print(f"[dim]{n:4}[/] {line}", highlight=False)
+            sim.check()
+    except world.Violation as exc:
+        console.print(f"[red]{kind} seed {seed}, step {n}: {exc}")
+        return 1
+    finally:
+        sim.close()
+    console.print(f"[green]{kind} seed {seed}: {steps} steps, every invariant held")
+    return 0
+
+
+def soak(kind: str, start: int, seeds: int, steps: int, retention: bool, console: Console) -> int:
     failures: list[tuple[int, str]] = []
     started = time.perf_counter()
     with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=console) as progress:
-        task = progress.add_task("seeds", total=args.seeds)
-        for seed in range(args.start, args.start + args.seeds):
+        task = progress.add_task(f"{kind} seeds", total=seeds)
+        for seed in range(start, start + seeds):
             try:
-                run(seed, args.steps)
-            except Violation as exc:
+                _run(kind, seed, steps, retention)
+            except world.Violation as exc:
                 failures.append((seed, str(exc).splitlines()[0]))
             progress.advance(task)
     elapsed = time.perf_counter() - started
-    table = Table(title=f"{args.seeds} seeds x {args.steps} steps in {elapsed:.1f} s ({args.seeds / elapsed:.1f} seeds/s)")
+    table = Table(title=f"{kind}: {seeds} seeds x {steps} steps in {elapsed:.1f} s ({seeds / elapsed:.1f} seeds/s)")
     table.add_column("seed", justify="right")
     table.add_column("first broken invariant")
     for seed, text in failures[:50]:
         table.add_row(str(seed), text)
     console.print(table if failures else f"[green]{table.title}: every invariant held")
     return 1 if failures else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.sim", description=__doc__.splitlines()[0])
+    parser.add_argument("--kind", choices=("group", "share", "all"), default="group", help="which coordinator side")
+    parser.add_argument("--share", action="store_const", const="share", dest="kind", help="same as --kind share")
+    parser.add_argument("--seeds", type=int, default=1000, help="how many seeds to run (from --start)")
+    parser.add_argument("--start", type=int, default=0)
+    parser.add_argument("--steps", type=int, help="steps per seed (default: 400 group, 300 share)")
+    parser.add_argument("--seed", type=int, help="replay this one seed")
+    parser.add_argument("--retention", action="store_true", help="share: let retention move the log start")
+    parser.add_argument("-v", "--verbose", action="store_true", help="with --seed: print every step")
+    args = parser.parse_args(argv)
+    # Failed share-state writes are expected here by the thousand; their warnings would bury the table.
+    logging.getLogger("cluster").setLevel(logging.ERROR)
+    console = Console()
+    kinds = ("group", "share") if args.kind == "all" else (args.kind,)
+    code = 0
+    for kind in kinds:
+        steps = args.steps or DEFAULT_STEPS[kind]
+        if args.seed is not None:
+            code |= replay(kind, args.seed, steps, args.verbose, args.retention, console)
+        else:
+            code |= soak(kind, args.start, args.seeds, steps, args.retention, console)
+    return code
 
 
 if __name__ == "__main__":
