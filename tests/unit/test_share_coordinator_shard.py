@@ -1,7 +1,7 @@
 """The share coordinator shard (seed 001 §5-2-2, §6-2-1; Kafka's ShareCoordinatorShardTest).
 
 A small runtime stand-in: `Ctx.run` replays an operation's records into the shard and appends
-their encoded form to an in-memory log, as cluster/runtime.py does. `rebuild` replays a log into
+their encoded form to an in-memory log, as cluster/runtime/ does. `rebuild` replays a log into
 a fresh shard; `compact` keeps the latest record per encoded key in log order, as the compacted
 internal logs do (optionally dropping tombstones, as after the tombstone retention).
 """
