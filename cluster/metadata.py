@@ -117,6 +117,39 @@ class TopicOutcome:
     partitions: int = -1
 
 
+@dataclass(frozen=True, slots=True)
+class PartitionLimits:
+    """How many partitions a topic and the whole cluster may have (raygroups.max.partitions.per.topic,
+    raygroups.max.partitions). Without them a client's count, up to 2^31 - 1, became that many
+    records and leader placements, and the controller grew until it stopped answering."""
+
+    per_topic: int
+    cluster: int
+
+    @classmethod
+    def from_config(cls, config: Any) -> "PartitionLimits":
+        return cls(config["raygroups.max.partitions.per.topic"], config["raygroups.max.partitions"])
+
+
+class PartitionBudget:
+    """What one request may still add under the limits: each topic it accepts counts for the next."""
+
+    def __init__(self, limits: PartitionLimits, cluster_partitions: int) -> None:
+        self.limits = limits
+        self.total = cluster_partitions
+
+    def take(self, name: str, count: int, added: int) -> str | None:
+        """Why topic `name` may not have `count` partitions (`added` of them new), or None and they count."""
+        if count > self.limits.per_topic:
+            return (f"topic {name!r} would have {count} partitions; "
+                    f"raygroups.max.partitions.per.topic is {self.limits.per_topic}")
+        if self.total + added > self.limits.cluster:
+            return (f"the cluster would have {self.total + added} partitions; "
+                    f"raygroups.max.partitions is {self.limits.cluster}")
+        self.total += added
+        return None
+
+
 def validate_topic_name(name: str) -> str | None:
     """Kafka's Topic.validate: what is wrong with the name, or None."""
     if not name:
@@ -191,12 +224,20 @@ class ClusterMetadata:
 
     # -- operations (pure: records + response) -------------------------------------------------
 
+    def partition_count(self) -> int:
+        return sum(t.partitions for t in self.topics.values())
+
     def create_topics(
-        self, specs: list[TopicSpec], validate_only: bool = False, max_replication_factor: int = 1
+        self,
+        specs: list[TopicSpec],
+        validate_only: bool = False,
+        max_replication_factor: int = 1,
+        limits: PartitionLimits | None = None,
     ) -> Result[list[TopicOutcome]]:
         records: list[Record] = []
         outcomes: list[TopicOutcome] = []
         seen: set[str] = set()
+        budget = PartitionBudget(limits, self.partition_count()) if limits is not None else None
         for spec in specs:
             problem = validate_topic_name(spec.name)
             if problem:
@@ -205,6 +246,16 @@ class ClusterMetadata:
             if spec.name in self.topics or spec.name in seen:
                 outcomes.append(
                     TopicOutcome(spec.name, ErrorCode.topic_already_exists, f"topic {spec.name!r} already exists")
+                )
+                continue
+            # Kafka checks the replication factor before the partition count.
+            if spec.replication_factor < -1 or spec.replication_factor == 0:
+                outcomes.append(
+                    TopicOutcome(
+                        spec.name,
+                        ErrorCode.invalid_replication_factor,
+                        "replication factor must be larger than 0, or -1 to use the default value",
+                    )
                 )
                 continue
             if spec.partitions <= 0:
@@ -221,6 +272,10 @@ class ClusterMetadata:
                         "topics yet (SPEC.md §7); use 1 or -1",
                     )
                 )
+                continue
+            problem = budget.take(spec.name, spec.partitions, spec.partitions) if budget is not None else None
+            if problem:
+                outcomes.append(TopicOutcome(spec.name, ErrorCode.policy_violation, problem))
                 continue
             seen.add(spec.name)
             topic_id = uuid.uuid4()
@@ -250,7 +305,9 @@ class ClusterMetadata:
             outcomes.append(TopicOutcome(name, ErrorCode.none, None, info.topic_id, info.partitions))
         return Result(records=records, response=outcomes)
 
-    def create_partitions(self, name: str, total: int, validate_only: bool = False) -> Result[TopicOutcome]:
+    def create_partitions(
+        self, name: str, total: int, validate_only: bool = False, limits: PartitionLimits | None = None
+    ) -> Result[TopicOutcome]:
         info = self.topics.get(name)
         if info is None:
             return Result.of(TopicOutcome(name, ErrorCode.unknown_topic_or_partition, f"unknown topic {name!r}"))
@@ -266,6 +323,10 @@ class ClusterMetadata:
                     f"topic has {info.partitions} partitions; the new count must be larger, got {total}",
                 )
             )
+        if limits is not None:
+            problem = PartitionBudget(limits, self.partition_count()).take(name, total, total - info.partitions)
+            if problem:
+                return Result.of(TopicOutcome(name, ErrorCode.policy_violation, problem))
         records: list[Record] = []
         if not validate_only:
             records.append(Record(TopicKey(name), TopicValue(info.topic_id, total, info.internal, info.configs)))

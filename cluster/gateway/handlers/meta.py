@@ -15,6 +15,7 @@ from coordinator.hashing import group_partition, java_string_hash, kafka_abs
 
 from cluster.gateway.apis import SUPPORTED, ApiKey, build_response
 from cluster.gateway.connection import Request
+from cluster.gateway.handlers.topics import over_partition_limits
 from cluster.metadata import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TopicSpec, validate_topic_name
 
 KEY_TYPE_GROUP = 0
@@ -97,8 +98,11 @@ async def metadata(gw: Any, request: Request) -> Any:
         missing = [n for n in missing if n not in gw.leadership.topics]
     if missing and auto_create:
         creatable = [n for n in missing if validate_topic_name(n) is None]
-        if creatable:
-            specs = [TopicSpec(n, gw.config["num.partitions"]) for n in creatable]
+        specs = [TopicSpec(n, gw.config["num.partitions"]) for n in creatable]
+        # Names past the partition limits stay unknown, as any other topic that was not created.
+        refused = over_partition_limits(gw, specs)
+        specs = [spec for i, spec in enumerate(specs) if i not in refused]
+        if specs:
             await gw.controller.create_topics(specs)
             await gw.router.refresh()
     topics = []

@@ -1,4 +1,9 @@
-"""CreateTopics, DeleteTopics, CreatePartitions: forwarded to the controller, which owns topics."""
+"""CreateTopics, DeleteTopics, CreatePartitions: forwarded to the controller, which owns topics.
+
+A partition count beyond raygroups.max.partitions.per.topic or raygroups.max.partitions is
+answered here, at once, against this gateway's view of the topics: such a request never reaches
+the controller, which would otherwise make a record and a placement per partition asked for.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from kio.schema.errors import ErrorCode
 
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
-from cluster.metadata import TopicSpec
+from cluster.metadata import PartitionBudget, PartitionLimits, TopicOutcome, TopicSpec, validate_topic_name
 
 
 async def create_topics(gw: Any, request: Request) -> Any:
@@ -21,7 +26,10 @@ async def create_topics(gw: Any, request: Request) -> Any:
             partitions = len(t.assignments)
         configs = {c.name: c.value for c in t.configs if c.value is not None}
         specs.append(TopicSpec(t.name, partitions, t.replication_factor, configs))
-    outcomes = await gw.controller.create_topics(specs, bool(getattr(body, "validate_only", False)))
+    refused = over_partition_limits(gw, specs)
+    forwarded = [spec for i, spec in enumerate(specs) if i not in refused]
+    answered = iter(await gw.controller.create_topics(forwarded, bool(getattr(body, "validate_only", False))) if forwarded else ())
+    outcomes = [refused[i] if i in refused else next(answered) for i in range(len(specs))]
     await gw.router.refresh()
     return build_response(
         ApiKey.CREATE_TOPICS,
@@ -77,8 +85,35 @@ async def delete_topics(gw: Any, request: Request) -> Any:
 async def create_partitions(gw: Any, request: Request) -> Any:
     body = request.body
     results = []
+    budget = _budget(gw)
     for t in body.topics:
-        o = await gw.controller.create_partitions(t.name, t.count, bool(body.validate_only))
+        info = gw.leadership.topics.get(t.name)
+        problem = None
+        if info is not None and t.count > info.partitions:
+            problem = budget.take(t.name, t.count, t.count - info.partitions)
+        if problem:
+            o = TopicOutcome(t.name, ErrorCode.policy_violation, problem)
+        else:
+            o = await gw.controller.create_partitions(t.name, t.count, bool(body.validate_only))
         results.append({"name": t.name, "error_code": o.error_code, "error_message": o.message})
     await gw.router.refresh()
     return build_response(ApiKey.CREATE_PARTITIONS, request.api_version, {"results": results})
+
+
+def _budget(gw: Any) -> PartitionBudget:
+    topics = gw.leadership.topics.values()
+    return PartitionBudget(PartitionLimits.from_config(gw.config), sum(t.partitions for t in topics))
+
+
+def over_partition_limits(gw: Any, specs: list[TopicSpec]) -> dict[int, TopicOutcome]:
+    """Index -> POLICY_VIOLATION for the specs whose partitions would pass a limit. Specs the
+    controller refuses for another reason (bad name, non-positive count) are left to it."""
+    budget = _budget(gw)
+    refused: dict[int, TopicOutcome] = {}
+    for i, spec in enumerate(specs):
+        if spec.partitions <= 0 or validate_topic_name(spec.name) or spec.name in gw.leadership.topics:
+            continue
+        problem = budget.take(spec.name, spec.partitions, spec.partitions)
+        if problem:
+            refused[i] = TopicOutcome(spec.name, ErrorCode.policy_violation, problem)
+    return refused
