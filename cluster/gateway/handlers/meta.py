@@ -7,6 +7,7 @@ spread their connections; a client never learns about actors.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -17,6 +18,9 @@ from cluster.gateway.apis import SUPPORTED, ApiKey, build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.handlers.topics import over_partition_limits
 from cluster.metadata import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TopicSpec, validate_topic_name
+from cluster.runtime import StorageError
+
+log = logging.getLogger(__name__)
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
@@ -103,7 +107,11 @@ async def metadata(gw: Any, request: Request) -> Any:
         refused = over_partition_limits(gw, specs)
         specs = [spec for i, spec in enumerate(specs) if i not in refused]
         if specs:
-            await gw.controller.create_topics(specs)
+            try:
+                await gw.controller.create_topics(specs)
+            except StorageError as exc:
+                # The topics stay unknown, which the client retries; the operator sees why.
+                log.warning("auto-creation of %d topics failed: %s", len(specs), exc)
             await gw.router.refresh()
     topics = []
     for name in names:

@@ -1,5 +1,9 @@
 """CreateTopics, DeleteTopics, CreatePartitions: forwarded to the controller, which owns topics.
 
+A metadata write that fails (a full disk) answers UNKNOWN_SERVER_ERROR per topic, as Kafka's
+controller answers a failure it did not expect; the controller's metadata is as before it, so the
+client may retry.
+
 A partition count beyond raygroups.max.partitions.per.topic or raygroups.max.partitions is
 answered here, at once, against this gateway's view of the topics: such a request never reaches
 the controller, which would otherwise make a record and a placement per partition asked for.
@@ -14,6 +18,7 @@ from kio.schema.errors import ErrorCode
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
 from cluster.metadata import PartitionBudget, PartitionLimits, TopicOutcome, TopicSpec, validate_topic_name
+from cluster.runtime import StorageError
 
 
 async def create_topics(gw: Any, request: Request) -> Any:
@@ -28,7 +33,13 @@ async def create_topics(gw: Any, request: Request) -> Any:
         specs.append(TopicSpec(t.name, partitions, t.replication_factor, configs))
     refused = over_partition_limits(gw, specs)
     forwarded = [spec for i, spec in enumerate(specs) if i not in refused]
-    answered = iter(await gw.controller.create_topics(forwarded, bool(getattr(body, "validate_only", False))) if forwarded else ())
+    answered: Any = ()
+    if forwarded:
+        try:
+            answered = await gw.controller.create_topics(forwarded, bool(getattr(body, "validate_only", False)))
+        except StorageError as exc:
+            answered = [_write_failed(spec.name, exc) for spec in forwarded]
+    answered = iter(answered)
     outcomes = [refused[i] if i in refused else next(answered) for i in range(len(specs))]
     await gw.router.refresh()
     return build_response(
@@ -66,7 +77,12 @@ async def delete_topics(gw: Any, request: Request) -> Any:
         names = list(body.topic_names)
         topic_ids = [None] * len(names)
     known = [n for n in names if n is not None]
-    outcomes = {o.name: o for o in await gw.controller.delete_topics(known)} if known else {}
+    outcomes: dict[str, TopicOutcome] = {}
+    if known:
+        try:
+            outcomes = {o.name: o for o in await gw.controller.delete_topics(known)}
+        except StorageError as exc:
+            outcomes = {n: _write_failed(n, exc) for n in known}
     await gw.router.refresh()
     responses = []
     for name, topic_id in zip(names, topic_ids):
@@ -94,7 +110,10 @@ async def create_partitions(gw: Any, request: Request) -> Any:
         if problem:
             o = TopicOutcome(t.name, ErrorCode.policy_violation, problem)
         else:
-            o = await gw.controller.create_partitions(t.name, t.count, bool(body.validate_only))
+            try:
+                o = await gw.controller.create_partitions(t.name, t.count, bool(body.validate_only))
+            except StorageError as exc:
+                o = _write_failed(t.name, exc)
         results.append({"name": t.name, "error_code": o.error_code, "error_message": o.message})
     await gw.router.refresh()
     return build_response(ApiKey.CREATE_PARTITIONS, request.api_version, {"results": results})
@@ -117,3 +136,7 @@ def over_partition_limits(gw: Any, specs: list[TopicSpec]) -> dict[int, TopicOut
         if problem:
             refused[i] = TopicOutcome(spec.name, ErrorCode.policy_violation, problem)
     return refused
+
+
+def _write_failed(name: str, exc: Exception) -> TopicOutcome:
+    return TopicOutcome(name, ErrorCode.unknown_server_error, f"the controller could not write its metadata: {exc}")
