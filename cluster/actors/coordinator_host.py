@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -15,8 +16,21 @@ from kernel.codec import RecordCodec
 
 from cluster.actors.common import ActorKind, identity, wait_forever
 from cluster.config import Config
-from cluster.log import FlushPolicy, LogConfig
-from cluster.runtime import CoordinatorRuntime, LoadInProgress, NotCoordinator, RuntimeConfig, ShardFactory, StorageError
+from cluster.delayed_fetch import delayed_fetch
+from cluster.log import FlushPolicy, LogConfig, LogError
+from cluster.partition import FetchOutcome, UserPartition
+from cluster.runtime import (
+    CoordinatorRuntime,
+    LoadInProgress,
+    NotCoordinator,
+    PartitionStatus,
+    RuntimeConfig,
+    ShardFactory,
+    StorageError,
+)
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +52,25 @@ def coordinator_log_config(config: Config) -> LogConfig:
         compacted=True,
         tombstone_retention_ms=config["raygroups.log.tombstone.retention.ms"],
     )
+
+
+class _LogReads:
+    """A coordinator partition's log read as a user partition's is: UserPartition's read and
+    offset_for use nothing of it but `.log`, so the one read path serves internal topics too."""
+
+    read = UserPartition.read
+    offset_for = UserPartition.offset_for
+
+    def __init__(self, log: Any) -> None:
+        self.log = log
+
+
+def _check_client_epoch(client_epoch: int, leader_epoch: int) -> ErrorCode | None:
+    """KIP-320 as the partition leader checks it (cluster/actors/partition_leader.py, which this
+    module cannot import: it imports the persister, which imports this): behind is fenced, ahead waits."""
+    if client_epoch < 0 or client_epoch == leader_epoch:
+        return None
+    return ErrorCode.fenced_leader_epoch if client_epoch < leader_epoch else ErrorCode.unknown_leader_epoch
 
 
 class CoordinatorHost:
@@ -105,6 +138,76 @@ class CoordinatorHost:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             yield [(tasks[t], t.result()) for t in done]
 
+    # -- Fetch and ListOffsets of the internal partitions: the stored batches, as Kafka serves them ---
+
+    def _readable(self, topic: str, p: int, epoch: int, client_epoch: int) -> tuple[Any, ErrorCode]:
+        """The partition's log reads, or why not: moved, at another epoch or loading is
+        NOT_LEADER_OR_FOLLOWER (the client looks the leader up again and retries)."""
+        partition = self.runtime.partitions.get((topic, p))
+        if partition is None or partition.epoch != epoch or partition.status is not PartitionStatus.ACTIVE:
+            return None, ErrorCode.not_leader_or_follower
+        if partition.log is None:
+            return None, ErrorCode.not_leader_or_follower
+        fenced = _check_client_epoch(client_epoch, partition.epoch)
+        if fenced is not None:
+            return None, fenced
+        return _LogReads(partition.log), ErrorCode.none
+
+    def _read_all(self, items: list[tuple[str, int, int, int, int, int]], max_bytes: int) -> list[FetchOutcome]:
+        outcomes: list[FetchOutcome] = []
+        budget = max_bytes
+        for topic, p, epoch, client_epoch, offset, partition_max in items:
+            reads, error = self._readable(topic, p, epoch, client_epoch)
+            if reads is None:
+                outcomes.append(FetchOutcome(error))
+                continue
+            try:
+                outcome = reads.read(offset, min(partition_max, budget) if budget > 0 else 0)
+            except (LogError, OSError, ValueError) as exc:
+                # A compaction may swap segments under a read; the client retries.
+                outcomes.append(FetchOutcome(ErrorCode.kafka_storage_error))
+                log.warning("read of %s-%d at %d failed: %s", topic, p, offset, exc)
+                continue
+            budget -= len(outcome.records)
+            outcomes.append(outcome)
+        return outcomes
+
+    async def fetch(
+        self, items: list[tuple[str, int, int, int, int, int]], max_wait_ms: int, min_bytes: int, max_bytes: int
+    ) -> list[FetchOutcome]:
+        """Items as the partition leader takes them: (topic, partition, routing epoch, client's
+        leader epoch, offset, partition max bytes). With too little to read it waits out max_wait_ms
+        and reads again: no event marks a coordinator's appends, and a gateway whose other leaders
+        answer first cancels the wait, so user partitions fetched alongside are not held back."""
+        last: list[list[FetchOutcome]] = []
+        never = asyncio.Event()
+
+        def try_complete() -> bool:
+            last[:] = [self._read_all(items, max_bytes)]
+            outcomes = last[0]
+            return any(o.error_code != ErrorCode.none for o in outcomes) or sum(len(o.records) for o in outcomes) >= min_bytes
+
+        await delayed_fetch(max_wait_ms, try_complete, lambda: [never])
+        return last[0]
+
+    def list_offsets(self, items: list[tuple[str, int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+        """items: (topic, partition, routing epoch, client's leader epoch, timestamp)
+        -> (error code, offset, timestamp, leader epoch), as the partition leader answers."""
+        out = []
+        for topic, p, epoch, client_epoch, timestamp in items:
+            reads, error = self._readable(topic, p, epoch, client_epoch)
+            if reads is None:
+                out.append((error.value, -1, -1, -1))
+                continue
+            try:
+                offset, ts = reads.offset_for(timestamp)
+            except (LogError, OSError, ValueError) as exc:
+                out.append((ErrorCode.kafka_storage_error.value, -1, -1, -1))
+                log.warning("ListOffsets of %s-%d failed: %s", topic, p, exc)
+                continue
+            out.append((ErrorCode.none.value, offset, ts, epoch if offset >= 0 else -1))
+        return out
+
     def led(self) -> list[dict[str, Any]]:
         return [
             {"topic": tp[0], "partition": tp[1], "epoch": epoch, "status": status}
@@ -135,6 +238,12 @@ class CoordinatorActorBody:
 
     async def unload(self, items: list[tuple[str, int]]) -> None:
         await self.host.unload(items)
+
+    async def fetch(self, items: list[Any], max_wait_ms: int, min_bytes: int, max_bytes: int) -> list[FetchOutcome]:
+        return await self.host.fetch(items, max_wait_ms, min_bytes, max_bytes)
+
+    async def list_offsets(self, items: list[Any]) -> list[tuple[int, int, int, int]]:
+        return self.host.list_offsets(items)
 
     async def shutdown(self) -> None:
         await self.host.shutdown()

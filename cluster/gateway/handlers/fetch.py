@@ -2,6 +2,8 @@
 
 Partitions this gateway can name are read through `gw.partitions`, which long-polls their
 leaders (cluster/clients/partition_leader.py); unknown topics and partitions are answered here.
+A partition of `__consumer_offsets` or `__share_group_state` goes the same way to the coordinator
+actor leading it, which serves its stored batches as Kafka serves its internal topics.
 Fetch sessions (KIP-227) are not offered: session id 0 tells clients to send full fetches, as
 Kafka does when its session cache is off.
 """
