@@ -41,8 +41,8 @@ async def _create_topic(crowd: Crowd, bootstrap: str, partitions: int = 10) -> N
                             "validate_only": False})
 
 
-def _member(bootstrap: str, name: str, group: str, **config: object) -> ClassicMember:
-    return ClassicMember(name, parse_bootstrap(bootstrap), ClassicConfig(group, [TOPIC], session_timeout_ms=30_000,
+def _member(bootstrap: str, name: str, group: str, session_timeout_ms: int = 30_000, **config: object) -> ClassicMember:
+    return ClassicMember(name, parse_bootstrap(bootstrap), ClassicConfig(group, [TOPIC], session_timeout_ms=session_timeout_ms,
                                                                          fetch=False, **config))
 
 
@@ -78,6 +78,24 @@ async def group_request_rates(bootstrap: str, members: int, groups: int, seconds
     commit_rps = await _rate(crowd, "OffsetCommit", seconds)
     await crowd.stop()
     return {"heartbeat_rps": heartbeat_rps, "commit_rps": commit_rps}
+
+
+async def heartbeat_cost(bootstrap: str, groups: int, members: int, active_groups: int, seconds: float) -> dict[str, float]:
+    """Microseconds per heartbeat (1 / heartbeats/s) of `members` closed-loop members in
+    `active_groups` groups while the coordinators also hold `groups - active_groups` idle groups of one
+    member each (a long session, heartbeating once a minute: they cost memory and lookups, not load)."""
+    crowd = Crowd()
+    await _create_topic(crowd, bootstrap)
+    idle = [_member(bootstrap, f"idle-{g}", f"cost-idle-{g}", session_timeout_ms=600_000,
+                    rebalance_timeout_ms=600_000, heartbeat_interval_ms=60_000, commit_interval_ms=0)
+            for g in range(groups - active_groups)]
+    await _stable(crowd, idle, timeout_s=600)
+    beating = [_member(bootstrap, f"hb-{i}", f"cost-hb-{i % active_groups}", heartbeat_interval_ms=0, commit_interval_ms=0)
+               for i in range(members)]
+    await _stable(crowd, beating)
+    rate = await _rate(crowd, "Heartbeat", seconds)
+    await crowd.stop()
+    return {"heartbeat_rps": rate, "us_per_heartbeat": 1e6 / rate if rate else float("inf")}
 
 
 async def rebalance_time(bootstrap: str, size: int) -> float:

@@ -1,0 +1,3 @@
+from loadtest.bench import app
+
+app()

@@ -1,0 +1,179 @@
+"""Produce, fetch, round trips and classic groups: raygroups against its peers in the same run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from loadtest.bench.app import JSON, PEER, ROUNDS, app
+from loadtest.bench.compare import Figure, best_of, report
+from loadtest.bench.systems import NO_INITIAL_DELAY, console, peers, starter
+
+
+def _systems(peer: str, partitions: int = 10, **settings: object) -> dict:
+    chosen = [] if peer == "none" else peers(peer)
+    return {name: starter(name, partitions, **settings) for name in [*chosen, "raygroups"]}
+
+
+@app.command("produce-fetch")
+def produce_fetch(
+    records: int = typer.Option(60_000, help="records per run (a multiple of 100 per partition)"),
+    partitions: int = 6,
+    value_bytes: int = 100,
+    peer: str = PEER,
+    rounds: int = ROUNDS,
+    json_out: Path | None = JSON,
+) -> None:
+    """Records/s produced (acks=all) and fetched (assign()) by confluent-kafka, raygroups vs a peer."""
+    from loadtest.bench.clients import produce_fetch_rates
+
+    records -= records % (100 * partitions)
+    figures = [Figure("produce_rps", "produced records/s (acks=all)"), Figure("fetch_rps", "fetched records/s (assign())")]
+    results = best_of(_systems(peer, partitions),
+                      lambda _n, b: produce_fetch_rates(b, "bench", records, partitions, value_bytes), figures, rounds)
+    report(f"produce/fetch, {records:,} records of {value_bytes} B over {partitions} partitions, best of {rounds}",
+           results, figures, json_out)
+
+
+@app.command("api-roundtrips")
+def api_roundtrips(
+    seconds: float = 5.0,
+    connections: int = 8,
+    peer: str = PEER,
+    rounds: int = ROUNDS,
+    json_out: Path | None = JSON,
+) -> None:
+    """ApiVersions and Metadata round trips per second (sequential per connection), raygroups vs a peer."""
+    from loadtest.bench.clients import api_rates
+
+    figures = [Figure("api_versions_rps", "ApiVersions/s"), Figure("metadata_rps", "Metadata (1 topic)/s")]
+    results = best_of(_systems(peer, 6), lambda _n, b: api_rates(b, seconds, connections), figures, rounds)
+    report(f"request round trips, {connections} connections × {seconds:g} s, best of {rounds}", results, figures, json_out)
+
+
+@app.command("group-requests")
+def group_requests(
+    members: int = 1000,
+    groups: int = 100,
+    seconds: float = 5.0,
+    peer: str = PEER,
+    rounds: int = ROUNDS,
+    json_out: Path | None = JSON,
+) -> None:
+    """Heartbeats/s and OffsetCommits/s from light members in Stable groups, raygroups vs a peer."""
+    from loadtest.bench_groups import group_request_rates
+
+    figures = [Figure("heartbeat_rps", "heartbeats/s"), Figure("commit_rps", "OffsetCommits/s")]
+    results = best_of(_systems(peer, **NO_INITIAL_DELAY),
+                      lambda _n, b: asyncio.run(group_request_rates(b, members, groups, seconds)), figures, rounds)
+    report(f"group requests, {members} members in {groups} groups, closed loop, {seconds:g} s each, best of {rounds}",
+           results, figures, json_out)
+
+
+@app.command("heartbeat-scaling")
+def heartbeat_scaling(
+    groups: str = typer.Option("100,1000,10000", help="groups held by the coordinators, comma-separated"),
+    members: int = typer.Option(1000, help="closed-loop members heartbeating"),
+    active_groups: int = typer.Option(100, help="the groups they are in; the rest hold one idle member each"),
+    seconds: float = 5.0,
+    peer: str = typer.Option("none", "--peer", help="none, responder, tansu, both"),
+    rounds: int = ROUNDS,
+    json_out: Path | None = JSON,
+) -> None:
+    """Cost of one heartbeat (µs of the whole system per heartbeat, 1 / rate) as the groups held grow."""
+    from loadtest.bench_groups import heartbeat_cost
+
+    sizes = [int(g) for g in groups.split(",")]
+    results: dict[int, dict[str, dict[str, float]]] = {}
+    figure = [Figure("us_per_heartbeat", "µs per heartbeat", higher_is_better=False)]
+    for size in sizes:
+        results[size] = best_of(
+            _systems(peer, **NO_INITIAL_DELAY),
+            lambda _n, b, size=size: asyncio.run(heartbeat_cost(b, size, members, active_groups, seconds)), figure, rounds)
+    table = Table(title=f"per-heartbeat cost, {members} members beating in {active_groups} groups, best of {rounds}")
+    table.add_column("groups held", justify="right")
+    names = list(results[sizes[0]])
+    for n in names:
+        table.add_column(f"{n} µs", justify="right")
+        table.add_column(f"{n} growth", justify="right")
+    for size in sizes:
+        row = [f"{size:,}"]
+        for n in names:
+            cost, first = results[size][n]["us_per_heartbeat"], results[sizes[0]][n]["us_per_heartbeat"]
+            row += [f"{cost:,.1f}", f"{cost / first:.2f}×"]
+        table.add_row(*row)
+    table.caption = "growth: cost / cost at the fewest groups (lower is better; target ≤ 1.2×)"
+    console.print(table)
+    if json_out:
+        json_out.write_text(json.dumps({str(k): v for k, v in results.items()}, indent=2))
+
+
+@app.command()
+def rebalance(
+    sizes: str = typer.Option("10,100,1000", help="group sizes, comma-separated"),
+    peer: str = typer.Option("none", "--peer", help="none, tansu (the responder forms no real groups)"),
+    rounds: int = typer.Option(1, "--rounds", help="runs per system, alternating; the best is kept"),
+    json_out: Path | None = JSON,
+) -> None:
+    """Time from the last JoinGroup of a rebalance to every member Stable, by group size (initial delay 0)."""
+    from loadtest.bench_groups import rebalance_time
+
+    counts = [int(s) for s in sizes.split(",")]
+    figures = [Figure(f"ms_{n}", f"{n} members: ms after the last join", higher_is_better=False, unit=" ms") for n in counts]
+
+    def workload(_name: str, bootstrap: str) -> dict[str, float]:
+        return {f"ms_{n}": asyncio.run(rebalance_time(bootstrap, n)) for n in counts}
+
+    results = best_of(_systems(peer, **NO_INITIAL_DELAY), workload, figures, rounds)
+    report(f"rebalance time after the last JoinGroup (one member joins a Stable group), best of {rounds}",
+           results, figures, json_out)
+
+
+@app.command("consumers-formed")
+def consumers_formed(
+    consumers: int = 10,
+    partitions: int = 10,
+    peer: str = typer.Option("mock", "--peer", help="mock (librdkafka's mock cluster), tansu, or a comma-separated list"),
+    rounds: int = ROUNDS,
+    json_out: Path | None = JSON,
+) -> None:
+    """Seconds until N confluent classic consumers, one per process, have formed a group (initial delay 0)."""
+    from loadtest.bench.formation import formation_time
+
+    figures = [Figure("formed_s", f"{consumers} consumers: group formed", higher_is_better=False, unit=" s")]
+    results = best_of(_systems(peer, **NO_INITIAL_DELAY),
+                      lambda _n, b: formation_time(b, consumers, partitions), figures, rounds)
+    report(f"{consumers} confluent consumers in processes subscribe at once, best of {rounds} "
+           "(the mock cluster's topic has 4 partitions)", results, figures, json_out)
+
+
+@app.command()
+def reload(records: int = 100_000, json_out: Path | None = JSON) -> None:
+    """Time to load (replay) a __consumer_offsets partition log of RECORDS offset commits."""
+    from loadtest.bench_groups import reload_time
+
+    with console.status(f"writing and reloading {records} records…"):
+        result = reload_time(records)
+    table = Table(title="reload of a __consumer_offsets partition")
+    for col in ("records", "log MiB", "seconds", "records/s"):
+        table.add_column(col, justify="right")
+    table.add_row(f"{records:,}", f"{result['log_bytes'] / 2**20:.1f}", f"{result['seconds']:.2f}", f"{result['records_per_s']:,.0f}")
+    console.print(table)
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2))
+
+
+@app.command("member-memory")
+def member_memory(members: int = 10_000, json_out: Path | None = JSON) -> None:
+    """Bytes of coordinator state per idle Stable member (groups of 10), measured with tracemalloc."""
+    from loadtest.bench_groups import memory_per_member
+
+    with console.status(f"building {members} Stable members…"):
+        result = memory_per_member(members)
+    console.print(f"[bold]{result['bytes_per_member']:,.0f}[/] bytes of coordinator state per idle member ({members:,} members)")
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2))
