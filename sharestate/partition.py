@@ -127,7 +127,8 @@ class SharePartition:
             for f, _, state in batch.states():
                 if state.state is RecordState.AVAILABLE and not state.in_transition:
                     return f
-            expected = batch.last_offset + 1
+            # max: batches below the start offset, still mid-transition, must not pull it back
+            expected = max(expected, batch.last_offset + 1)
         if expected <= self.end_offset:
             return expected
         self.find_next = False
@@ -139,7 +140,7 @@ class SharePartition:
         for first in self.firsts:
             if first > expected:
                 return expected, self.end_offset
-            expected = self.cached_state[first].last_offset + 1
+            expected = max(expected, self.cached_state[first].last_offset + 1)
         return None
 
     def in_flight_records(self) -> int:
@@ -197,13 +198,18 @@ class SharePartition:
 
     def release(self, states: list[InFlightState], ops: DeliveryCountOps = DeliveryCountOps.NONE) -> StateWrite:
         wanted = {id(s) for s in states}
-        for state in states:
-            state.try_update(RecordState.AVAILABLE, ops, self.config.delivery_count_limit, NO_MEMBER)
-            state.lock_id = None
-        self.find_next = True
         released = [
             (f, l, s) for first in self.firsts for f, l, s in self.cached_state[first].states() if id(s) in wanted
         ]
+        for _first, last, state in released:
+            if last < self.start_offset:
+                # Retention moved the start past it while it was held: nothing is left to redeliver,
+                # so it is archived, as Kafka's release and lock timeout do below the start offset.
+                state.archive()
+            else:
+                state.try_update(RecordState.AVAILABLE, ops, self.config.delivery_count_limit, NO_MEMBER)
+                state.lock_id = None
+        self.find_next = True
         self.advance_start_offset()
         return StateWrite(self.start_offset, runs(released))
 
@@ -222,7 +228,9 @@ class SharePartition:
                 if l < log_start_offset and not state.state.terminal and not state.in_transition:
                     state.archive()
                     archived.append((f, l, state))
-        self.start_offset = max(self.start_offset, min(log_start_offset, self.end_offset + 1))
+        # Kafka's updateCacheAndOffsets: the start follows the log start, even past every record
+        # this share partition has seen (else every later read is out of range).
+        self.start_offset = max(self.start_offset, log_start_offset)
         self.end_offset = max(self.end_offset, self.start_offset - 1)
         self.advance_start_offset()
         return StateWrite(self.start_offset, runs(archived))
@@ -231,19 +239,48 @@ class SharePartition:
 
     def advance_start_offset(self) -> None:
         """Drop done batches at the front and move the start offset past every done record."""
-        while self.firsts:
-            first = self.firsts[0]
+        self._archive_available_below_start()
+        i = 0
+        while i < len(self.firsts):
+            first = self.firsts[i]
             if first > self.start_offset:
                 return  # a gap: those offsets are still to be delivered
             batch = self.cached_state[first]
+            kept = False
             for f, l, state in batch.states():
-                if not (state.state.terminal and not state.in_transition):
-                    self.start_offset = max(self.start_offset, f)
-                    return
-            self.start_offset = batch.last_offset + 1
-            del self.cached_state[first]
-            self.firsts.pop(0)
+                if state.state.terminal and not state.in_transition:
+                    continue
+                if l < self.start_offset:
+                    kept = True  # below the start, still mid-transition: kept until it completes
+                    continue
+                self.start_offset = max(self.start_offset, f)
+                return
+            self.start_offset = max(self.start_offset, batch.last_offset + 1)
+            if kept:
+                i += 1
+            else:
+                del self.cached_state[first]
+                self.firsts.pop(i)
         self.start_offset = max(self.start_offset, self.end_offset + 1)
+
+    def _archive_available_below_start(self) -> None:
+        """Records the start offset passed while they were mid-transition, and that came back
+        AVAILABLE (a RELEASE written, a failed write undone), are archived: the log no longer holds
+        them, so they can never be delivered again (Kafka archives below the start offset)."""
+        for first in self.firsts:
+            if first >= self.start_offset:
+                return
+            batch = self.cached_state[first]
+            for f, l, state in list(batch.states()):
+                if f >= self.start_offset or state.state is not RecordState.AVAILABLE or state.in_transition:
+                    continue
+                if l >= self.start_offset:
+                    self.split(batch)
+                    for g, m, part in batch.states():
+                        if m < self.start_offset and part.state is RecordState.AVAILABLE and not part.in_transition:
+                            part.archive()
+                    break
+                state.archive()
 
     def persisted_start_offset(self, transitions: Iterable[int]) -> int:
         """The start offset to write along with `transitions`, computed when the write is sent.
@@ -277,9 +314,9 @@ class SharePartition:
                 return start
             for f, l, state in self.cached_state[first].states():
                 done = state.state.terminal and (not state.in_transition or id(state) in own)
-                if not done:
+                if not done and l >= start:  # below the start it is archived whatever it becomes
                     return max(start, f)
-            start = self.cached_state[first].last_offset + 1
+            start = max(start, self.cached_state[first].last_offset + 1)
         return max(start, self.end_offset + 1)
 
     def _states_of(self, transitions: Iterable[int]) -> set[int]:

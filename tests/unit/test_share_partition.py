@@ -247,6 +247,29 @@ def test_the_log_start_moving_past_in_flight_records_archives_them():
     assert write.batches == (StateBatch(0, 4, R.ARCHIVED, 1),) and h.sp.start_offset == 5
 
 
+
+def test_the_log_start_moving_past_every_record_seen_moves_the_start_offset_there():
+    # Kafka's updateCacheAndOffsets: else the next fetch stays below the log start forever.
+    h = Harness()
+    h.acquire("m1", [(0, 2)])
+    h.ack("m1", 0, 2, A.ACCEPT)
+    assert h.sp.start_offset == 3
+    h.sp.archive_before(7)
+    assert (h.sp.start_offset, h.sp.next_fetch_offset()) == (7, 7)
+    assert h.acquire("m1", [(7, 8)]) == [AcquiredRecords(7, 8, 1)]
+
+
+def test_a_record_released_below_the_start_offset_is_archived_not_redelivered():
+    # Held while retention passed it, then its holder went away: Kafka archives it.
+    h = Harness()
+    h.acquire("m1", [(0, 3)])
+    pending = h.ack("m1", 0, 3, A.ACCEPT, commit=None)
+    h.sp.archive_before(4)
+    h.sp.complete(pending.write.transition, False)  # the write failed: back to ACQUIRED, below 4
+    h.sp.release_member("m1")
+    assert all(h.state(o) is None or h.state(o)[0] is R.ARCHIVED for o in range(4))  # done, or dropped as done
+    assert h.sp.next_fetch_offset() >= 4
+
 @pytest.mark.parametrize("types", [(), (1, 1)])
 def test_malformed_acknowledgements_are_invalid_requests(types):
     h = Harness()
