@@ -115,6 +115,35 @@ SETTINGS: dict[str, Setting] = {
         Setting("raygroups.max.partitions", 20_000, _positive,
                 "partitions the whole cluster may have, internal topics included; beyond: POLICY_VIOLATION "
                 "(not a Kafka setting)"),
+        # security and connection limits (issue 10); parsed and checked by cluster/gateway/auth/
+        Setting("listeners", "", str,
+                "the client listener, NAME://host:port (one per gateway; gateway i on port+i); empty: "
+                "PLAINTEXT on --host/--port"),
+        Setting("listener.security.protocol.map",
+                "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", str,
+                "listener name to security protocol"),
+        # Kafka's default is GSSAPI, which raygroups does not speak.
+        Setting("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", str,
+                "SASL mechanisms a SASL listener offers"),
+        Setting("super.users", "", str, "principals allowed everything, e.g. User:admin;User:ops"),
+        Setting("ssl.keystore.type", "PEM", str, "only PEM is supported"),
+        Setting("ssl.keystore.location", "", str, "PEM file with the certificate chain and the private key"),
+        Setting("ssl.keystore.certificate.chain", "", str, "PEM certificate chain (instead of a location)"),
+        Setting("ssl.keystore.key", "", str, "PEM private key (instead of a location)"),
+        Setting("ssl.key.password", "", str, "password of an encrypted private key"),
+        Setting("ssl.truststore.type", "PEM", str, "only PEM is supported"),
+        Setting("ssl.truststore.location", "", str, "PEM file of CA certificates to verify clients with"),
+        Setting("ssl.truststore.certificates", "", str, "PEM CA certificates (instead of a location)"),
+        Setting("ssl.client.auth", "none", _choice("none", "requested", "required"), "ask clients for a certificate"),
+        # Kafka's default (-1) is unbounded; a bound is the point of issue 10, so raygroups sets one.
+        Setting("queued.max.request.bytes", 256 * 1024 * 1024, int,
+                "request bytes (partial and queued) a gateway holds across connections before it stops reading; -1: no bound"),
+        Setting("max.connections.per.ip", 2_147_483_647, _non_negative, "connections a gateway accepts from one address"),
+        Setting("max.connections", 2_147_483_647, _non_negative, "connections a gateway accepts in all"),
+        Setting("raygroups.operator.host", "127.0.0.1", str,
+                "where the operator listener (raygroups' kill/move/status API) binds; not a Kafka setting"),
+        Setting("raygroups.operator.port", 0, _non_negative,
+                "operator listener port (gateway i on port+i); 0 picks a free one, found by the CLI through the gateway"),
     ]
 }
 
