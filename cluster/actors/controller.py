@@ -37,6 +37,7 @@ from cluster.metadata import (
     METADATA_TOPIC,
     SHARE_GROUP_STATE,
     ClusterMetadata,
+    PartitionLimits,
     ProducerIdBlock,
     TopicOutcome,
     TopicSpec,
@@ -155,9 +156,12 @@ class Controller:
     # -- topics -----------------------------------------------------------------------------------
 
     async def create_topics(self, specs: list[TopicSpec], validate_only: bool = False) -> list[TopicOutcome]:
+        # The gateways check the limits against their own views; only this check, on the one
+        # metadata, stops two of them from passing the cluster limit together.
+        limits = PartitionLimits.from_config(self.config)
         async with self.reconciler.lock:
             outcomes: list[TopicOutcome] = await self.metadata.write(
-                METADATA_TP, None, lambda _t: self._meta().create_topics(specs, validate_only)
+                METADATA_TP, None, lambda _t: self._meta().create_topics(specs, validate_only, limits=limits)
             )
             if not validate_only and any(o.error_code == ErrorCode.none for o in outcomes):
                 await self.reconciler.step(reason="topics created")
@@ -186,9 +190,10 @@ class Controller:
         return outcomes
 
     async def create_partitions(self, name: str, total: int, validate_only: bool = False) -> TopicOutcome:
+        limits = PartitionLimits.from_config(self.config)
         async with self.reconciler.lock:
             outcome: TopicOutcome = await self.metadata.write(
-                METADATA_TP, None, lambda _t: self._meta().create_partitions(name, total, validate_only)
+                METADATA_TP, None, lambda _t: self._meta().create_partitions(name, total, validate_only, limits)
             )
             if outcome.error_code == ErrorCode.none and not validate_only:
                 await self.reconciler.step(reason="partitions created")
