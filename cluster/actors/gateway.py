@@ -8,6 +8,7 @@ import ray
 
 from cluster.actors.common import ActorKind, identity, setup_logging, wait_forever
 from cluster.config import Config
+from cluster.gateway.auth.session import ListenerKind, Session
 from cluster.gateway.gateway import Gateway
 from cluster.gateway.server import serve
 from cluster.leadership import Leadership
@@ -25,6 +26,7 @@ class GatewayActor:
         self.gateway: Gateway | None = None
         self.server = None
         self.stats = None
+        self.operator_server = None
 
     async def start(self, leadership: Leadership) -> tuple[str, int]:
         self.gateway = Gateway(self.node_id, self.config, self.controller, leadership)
@@ -36,7 +38,23 @@ class GatewayActor:
             on_close=self.gateway.connection_closed,
         )
         self.port = self.server.sockets[0].getsockname()[1]
+        await self._serve_operators()
         return self.host, self.port
+
+    async def _serve_operators(self) -> None:
+        """The operator API's own listener (localhost by default): the client listener refuses it."""
+        assert self.gateway is not None
+        host = self.config["raygroups.operator.host"]
+        base = self.config["raygroups.operator.port"]
+        self.operator_server, _ = await serve(
+            self.gateway.dispatch,
+            host,
+            base + self.node_id if base else 0,
+            self.config["socket.request.max.bytes"],
+            new_session=lambda: Session(ListenerKind.OPERATOR),
+        )
+        port = self.operator_server.sockets[0].getsockname()[1]
+        self.gateway.operator_address = f"{host}:{port}"
 
     async def update_leadership(self, leadership: Leadership) -> None:
         if self.gateway is not None:
@@ -51,10 +69,12 @@ class GatewayActor:
     async def info(self) -> dict[str, Any]:
         out = {**identity(f"gateway-{self.node_id}", ActorKind.GATEWAY), "partitions": []}
         if self.stats is not None:
+            out["operator_address"] = self.gateway.operator_address if self.gateway else None
             out.update(connections=self.stats.connections, requests=self.stats.requests,
                        closed_for_bad_input=self.stats.closed_for_bad_input)
         return out
 
     async def shutdown(self) -> None:
-        if self.server is not None:
-            self.server.close()
+        for server in (self.server, self.operator_server):
+            if server is not None:
+                server.close()

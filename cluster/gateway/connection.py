@@ -15,7 +15,10 @@ Kafka's treatment of bad input (SocketServer / RequestContext, PROTOCOL.md §1):
   frame before kio reads it (frame_check.py: kio's native reader would preallocate the length);
 - an unknown API key, or a version outside the advertised range, closes the connection, except
   ApiVersions: any version is accepted and a version we do not speak is answered as v0 with
-  UNSUPPORTED_VERSION and our ranges, so that the client can negotiate down (KIP-511).
+  UNSUPPORTED_VERSION and our ranges, so that the client can negotiate down (KIP-511);
+- before SASL succeeds, anything but ApiVersions, SaslHandshake and SaslAuthenticate closes the
+  connection unparsed (Kafka's SaslServerAuthenticator: "Unexpected Kafka request during SASL
+  handshake"); the operator listener serves raygroups' operator API and nothing else.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
 from cluster.gateway.apis import ADMIN_API_KEY, ApiKey, build, is_supported, request_class, response_class
+from cluster.gateway.auth.session import Session
 from cluster.gateway.frame_check import MalformedFrame, check_request
 
 _SIZE = struct.Struct(">i")
@@ -51,6 +55,9 @@ class Request:
     # Run once the answer has been handed to the socket: an operator killing the gateway they are
     # connected to must get the answer before the kill lands.
     after_reply: Callable[[], None] | None = None
+    session: Session | None = None  # the connection's listener and principal
+    # Close once this answer is out: a failed authentication is answered, then the connection ends.
+    close_after_reply: str | None = None
 
 
 @dataclass(slots=True)
@@ -84,6 +91,9 @@ Outbound = Reply | Close | PauseReading | ResumeReading
 
 MAX_OUTSTANDING = 256
 
+# What a connection that has not authenticated yet may ask (Kafka serves these during SASL).
+_BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+
 _PENDING = object()
 
 
@@ -101,8 +111,14 @@ class ProtocolViolation(Exception):
 
 
 class KafkaConnection:
-    def __init__(self, max_request_bytes: int = 104_857_600, max_outstanding: int = MAX_OUTSTANDING) -> None:
+    def __init__(
+        self,
+        max_request_bytes: int = 104_857_600,
+        max_outstanding: int = MAX_OUTSTANDING,
+        session: Session | None = None,
+    ) -> None:
         self.max_request_bytes = max_request_bytes
+        self.session = session if session is not None else Session()
         self.max_outstanding = max_outstanding
         self._buffer = bytearray()
         self.closed: str | None = None
@@ -135,6 +151,7 @@ class KafkaConnection:
                 request = self._parse(frame)
             except ProtocolViolation as exc:
                 return events + [self._close(str(exc))]
+            request.session = self.session
             slot = _Slot(request)
             self._outstanding.append(slot)
             self._slots[id(request)] = slot
@@ -176,6 +193,9 @@ class KafkaConnection:
                 out.append(self._close(slot.failure))
                 return out
             out.append(Reply(slot.request, slot.data))
+            if slot.request.close_after_reply is not None:
+                out.append(self._close(slot.request.close_after_reply))
+                return out
         if self.closed is not None:
             return out
         if not self.reading_paused and len(self._outstanding) > self.max_outstanding:
@@ -195,6 +215,7 @@ class KafkaConnection:
         if len(frame) < _HEADER_PREFIX.size:
             raise ProtocolViolation(f"request of {len(frame)} bytes is shorter than a request header")
         api_key, api_version, correlation_id = _HEADER_PREFIX.unpack_from(frame, 0)
+        self._admit(api_key)
         if api_key == ADMIN_API_KEY:
             return self._parse_admin(frame, api_version, correlation_id)
         if api_key == ApiKey.API_VERSIONS and not is_supported(api_key, api_version):
@@ -219,6 +240,14 @@ class KafkaConnection:
             ) from None
         # Like Kafka's parser, bytes after the body are ignored (librdkafka sends some on Metadata v12).
         return Request(api_key, api_version, correlation_id, header.client_id, body, len(frame))
+
+    def _admit(self, api_key: int) -> None:
+        """Refuse, before parsing, what this connection's listener and state do not serve."""
+        if self.session.operator_listener:
+            if api_key != ADMIN_API_KEY:
+                raise ProtocolViolation(f"api key {api_key} on the operator listener, which serves only the operator API")
+        elif not self.session.authenticated and api_key not in _BEFORE_AUTHENTICATION:
+            raise ProtocolViolation(f"unexpected request (api key {api_key}) before SASL authentication")
 
     def _parse_admin(self, frame: bytes, api_version: int, correlation_id: int) -> Request:
         # Header v1 layout (key, version, correlation id, nullable string client id), then msgpack.

@@ -16,6 +16,8 @@ from cluster.clients.partition_leader import PartitionLeaderClient
 from cluster.config import Config
 from cluster.gateway import producer_ids
 from cluster.gateway.apis import ADMIN_API_KEY, SUPPORTED, ApiKey
+from cluster.gateway.auth.operator_access import refusal
+from cluster.gateway.auth.principals import may_operate, parse_super_users
 from cluster.gateway.connection import Request, unsupported_api_versions_response
 from cluster.gateway.share_sessions import ShareSessionCache
 from cluster.persister import Persister
@@ -40,6 +42,8 @@ class Gateway:
         self.coordinators = CoordinatorClient(self.router, config["offsets.topic.num.partitions"], self.persister)
         self.partitions = PartitionLeaderClient(self.router)
         self._handlers: dict[int, Callable[[Gateway, Request], Any]] = HANDLERS
+        self.super_users = parse_super_users(config["super.users"])
+        self.operator_address: str | None = None  # host:port of this gateway's operator listener
 
     @property
     def leadership(self) -> Leadership:
@@ -48,10 +52,18 @@ class Gateway:
     def dispatch(self, request: Request) -> Any:
         if request.unsupported_api_versions:
             return unsupported_api_versions_response(SUPPORTED)
+        if request.api_key == ADMIN_API_KEY and not self._may_operate(request):
+            return refusal(self.operator_address)
         handler = self._handlers.get(request.api_key)
         if handler is None:  # in SUPPORTED but no handler would be a bug: refuse loudly
             raise RuntimeError(f"no handler for api key {request.api_key}")
         return handler(self, request)
+
+    def _may_operate(self, request: Request) -> bool:
+        session = request.session
+        if session is None:  # a request not from a socket (tests): nothing vouches for it
+            return False
+        return may_operate(session.principal, session.operator_listener, self.super_users)
 
     def connection_closed(self, connection_id: int) -> None:
         from cluster.gateway.handlers.share_fetch import connection_closed

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from cluster.gateway.auth.session import Session
 from cluster.gateway.connection import (
     Close,
     KafkaConnection,
@@ -35,11 +36,12 @@ class KafkaProtocol(asyncio.Protocol):
         max_request_bytes: int,
         stats: "ServerStats",
         on_close: Callable[[int], None] | None = None,
+        session: Session | None = None,
     ) -> None:
         self._dispatch = dispatch
         self._on_close = on_close
         self._id = next(_connection_ids)
-        self._conn = KafkaConnection(max_request_bytes)
+        self._conn = KafkaConnection(max_request_bytes, session=session)
         self._tasks: set[asyncio.Future] = set()
         self._transport: asyncio.Transport | None = None
         self._stats = stats
@@ -134,11 +136,12 @@ async def serve(
     port: int,
     max_request_bytes: int,
     on_close: Callable[[int], None] | None = None,
+    new_session: Callable[[], Session] = Session,
 ) -> tuple[asyncio.Server, ServerStats]:
     stats = ServerStats()
     loop = asyncio.get_running_loop()
     server = await loop.create_server(
-        lambda: KafkaProtocol(dispatch, max_request_bytes, stats, on_close),
+        lambda: KafkaProtocol(dispatch, max_request_bytes, stats, on_close, new_session()),
         host,
         port,
         reuse_address=True,
