@@ -1,7 +1,13 @@
-"""Placement and failover policy: which live actor should lead each partition. Functions of data.
+"""Placement and failover policy: which live actor should lead each partition, and how many actors
+of each kind each Ray node runs. Functions of data.
 
 Kafka's controller keeps a partition on its leader while that broker lives and elects another when
-it does not; raygroups does the same over actors, since every actor can open every log (one disk).
+it does not; raygroups does the same over actors, since every actor can open every log (one disk,
+shared by every node: see docs/scale-out.md). Nodes are the failure domain: partitions of a kind are
+balanced over the nodes that run an actor of that kind first, and over the actors on a node second,
+so that losing a node costs as few partitions as it can. When nodes join, `rebalance` moves a fair
+share to them, a bounded number a pass (each move is a load and a new epoch, during which clients
+of that partition get retriable errors), never a partition that moved a moment ago.
 """
 
 from __future__ import annotations
@@ -20,6 +26,14 @@ class LiveActor:
     name: str
     kind: ActorKind
     node_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RebalancePolicy:
+    # Partitions moving at once, cluster-wide: the rest wait for the next pass.
+    max_moves: int = 8
+    # Seconds a partition that moved (for any reason) stays where it is before a rebalance may move it.
+    cooldown: float = 30.0
 
 
 def desired_leadership(partitions: Iterable[TP], current: Mapping[TP, str], live: Sequence[LiveActor]) -> dict[TP, str]:
@@ -43,22 +57,110 @@ def desired_leadership(partitions: Iterable[TP], current: Mapping[TP, str], live
 
 
 def place(partitions: Iterable[TP], live: Sequence[LiveActor], leaders: Mapping[TP, str]) -> dict[TP, str]:
-    """Spread partitions over live actors of their kind: least loaded actor first, then the least
-    loaded node (so that one node's loss costs as few partitions as it can), then by name."""
+    """Spread partitions over live actors of their kind: the node leading the fewest partitions of
+    that kind first, then the least loaded actor on it, then by name."""
     node_of = {a.name: a.node_id for a in live}
+    kind_of = {a.name: a.kind for a in live}
     load = Counter(leaders.values())
-    node_load = Counter(node_of.get(name) for name in leaders.values())
+    node_load = Counter((kind_of.get(name), node_of.get(name)) for name in leaders.values())
     placement: dict[TP, str] = {}
     for tp in sorted(partitions):
         kind = kind_for_topic(tp[0])
         candidates = [a for a in live if a.kind is kind]
         if not candidates:
             continue
-        chosen = min(candidates, key=lambda a: (load[a.name], node_load[a.node_id], a.name))
+        chosen = min(candidates, key=lambda a: (node_load[(kind, a.node_id)], load[a.name], a.node_id or "", a.name))
         placement[tp] = chosen.name
         load[chosen.name] += 1
-        node_load[chosen.node_id] += 1
+        node_load[(kind, chosen.node_id)] += 1
     return placement
+
+
+def rebalance(
+    leaders: Mapping[TP, str],
+    live: Sequence[LiveActor],
+    moved_at: Mapping[TP, float],
+    now: float,
+    policy: RebalancePolicy = RebalancePolicy(),
+) -> dict[TP, str]:
+    """Moves that bring each kind's partitions within one of even over the nodes running an actor
+    of that kind: from the busiest node's busiest actor to the idlest node's idlest actor.
+
+    Only nodes differ here: actors on one node share its fate, so an uneven spread inside a node is
+    left to `place` (and a cluster on one node never moves a partition for balance). At most
+    `policy.max_moves`; a partition that moved within `policy.cooldown` seconds stays.
+    """
+    moves: dict[TP, str] = {}
+    for kind in sorted({a.kind for a in live}, key=lambda k: k.value):
+        actors = {a.name: a for a in live if a.kind is kind}
+        nodes = sorted({a.node_id or "" for a in actors.values()})
+        if len(nodes) < 2:
+            continue
+        led: dict[str, list[TP]] = {name: [] for name in actors}
+        for tp, name in sorted(leaders.items()):
+            if name in led and kind_for_topic(tp[0]) is kind:
+                led[name].append(tp)
+        node_load = Counter({n: 0 for n in nodes})
+        for name, tps in led.items():
+            node_load[actors[name].node_id or ""] += len(tps)
+        sources = set(nodes)  # nodes that may still give a partition away
+        while len(moves) < policy.max_moves and sources:
+            src = max(sources, key=lambda n: (node_load[n], n))
+            dst = min(nodes, key=lambda n: (node_load[n], n))
+            if node_load[src] - node_load[dst] <= 1:
+                break
+            tp = _movable(src, actors, led, moved_at, now, policy.cooldown)
+            if tp is None:
+                sources.discard(src)
+                continue
+            old = next(name for name, tps in led.items() if tp in tps)
+            new = min((a for a in actors.values() if (a.node_id or "") == dst), key=lambda a: (len(led[a.name]), a.name))
+            led[old].remove(tp)
+            led[new.name].append(tp)
+            node_load[src] -= 1
+            node_load[dst] += 1
+            moves[tp] = new.name
+    return moves
+
+
+def _movable(
+    node: str, actors: Mapping[str, LiveActor], led: Mapping[str, list[TP]], moved_at: Mapping[TP, float], now: float, cooldown: float
+) -> TP | None:
+    """The last partition, past its cooldown, of the busiest actor on `node` that has one."""
+    on_node = sorted((a for a in actors.values() if (a.node_id or "") == node), key=lambda a: (-len(led[a.name]), a.name))
+    for actor in on_node:
+        for tp in reversed(led[actor.name]):
+            if now - moved_at.get(tp, float("-inf")) >= cooldown:
+                return tp
+    return None
+
+
+def rebalance_due(
+    leaders: Mapping[TP, str], live: Sequence[LiveActor], moved_at: Mapping[TP, float], now: float, policy: RebalancePolicy = RebalancePolicy()
+) -> float | None:
+    """When a rebalance held back only by cooldowns could go on: the earliest cooldown's end among
+    partitions a rebalance would move if none were cooling down; None if nothing waits."""
+    waiting = [t for t in moved_at.values() if now - t < policy.cooldown]
+    if not waiting or not rebalance(leaders, live, {}, now, policy):
+        return None
+    return min(waiting) + policy.cooldown
+
+
+def actors_to_start(wanted: int, running: Mapping[str, int], nodes: Sequence[str]) -> Counter[str]:
+    """How many actors of one kind to start on each live node: one on every node that has none (so
+    that a node that joins can take partitions), and more, on the nodes with fewest, until the
+    cluster runs `wanted`. Actors are never stopped for balance: an extra one costs little."""
+    counts = Counter({n: running.get(n, 0) for n in nodes})
+    start: Counter[str] = Counter()
+    for node in sorted(nodes):
+        if counts[node] == 0:
+            start[node] += 1
+            counts[node] += 1
+    while nodes and sum(counts.values()) < wanted:
+        node = min(sorted(nodes), key=lambda n: counts[n])
+        start[node] += 1
+        counts[node] += 1
+    return start
 
 
 def missing_actors(wanted: Mapping[ActorKind, int], running: Mapping[ActorKind, int]) -> dict[ActorKind, int]:
