@@ -181,7 +181,12 @@ class UserPartition:
 
 def _record_at_or_after(batch: bytes, timestamp: int, exact_max: bool = False) -> tuple[int, int]:
     header = parse_header(batch)
-    stamps = record_timestamps(batch)
+    try:
+        stamps = record_timestamps(batch)
+    except BatchError:
+        # Records that do not fit their batch (produce checks only the header): Kafka would not
+        # have stored them, and the batch is the finest grain left to answer with.
+        stamps = None
     if stamps is None:  # compressed: the batch is the finest grain we read without decompressing
         return header.base_offset, header.max_timestamp
     for offset, ts in stamps:

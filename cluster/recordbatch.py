@@ -26,6 +26,7 @@ from kio.records.readers import read_batch
 from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_new_batch
 from kio.schema.errors import ErrorCode
+from kio.serial.errors import SerialError
 from kio.serial.readers import read_signed_varint, read_signed_varlong
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
@@ -146,6 +147,12 @@ def split_produced(records: bytes) -> list[bytearray]:
             raise BatchError(ErrorCode.corrupt_message, "record batch CRC-32C mismatch")
         if header.record_count <= 0 or header.last_offset_delta < 0:
             raise BatchError(ErrorCode.invalid_record, "record batch holds no records")
+        if header.last_offset_delta + 1 != header.record_count:
+            # Kafka's LogValidator.validateBatch: else one batch moves the log end by up to 2^31.
+            raise BatchError(
+                ErrorCode.invalid_record,
+                f"inconsistent batch offset range [0, {header.last_offset_delta}] and count of records {header.record_count}",
+            )
         if header.attributes & CONTROL_FLAG:
             raise BatchError(ErrorCode.invalid_record, "producers may not write control batches")
         if header.attributes & TRANSACTIONAL_FLAG:
@@ -210,22 +217,41 @@ def decode_records(batch: bytes | bytearray | memoryview) -> list[tuple[int, byt
 
 
 def record_timestamps(batch: bytes | bytearray | memoryview) -> list[tuple[int, int]] | None:
-    """(offset, timestamp ms) of each record, or None for a compressed batch.
+    """(offset, timestamp ms) of each record, or None for a compressed batch; BatchError
+    (CORRUPT_MESSAGE) when the records do not fit the batch.
 
     Used by ListOffsets to find the first record at or after a timestamp inside a batch; kio's
     record reader rounds timestamps to seconds, so only the varints it provides are reused here.
+    The produce path checks only the header (walking every record there would cost each produce),
+    so the record count and lengths are a client's: each record must be at least one byte and end
+    inside the batch, and no batch holds more records than it has bytes.
     """
     header = parse_header(batch, 0)
     if header.compression:
         return None
+    view = memoryview(batch)[: header.size]
+    end = len(view)
     out: list[tuple[int, int]] = []
     pos = HEADER_SIZE
-    view = memoryview(batch)
-    for _ in range(header.record_count):
-        length, n = read_signed_varint(view, pos)
-        body = pos + n
-        ts_delta, m = read_signed_varlong(view, body + 1)  # skip the attributes byte
-        offset_delta, _ = read_signed_varint(view, body + 1 + m)
-        out.append((header.base_offset + offset_delta, header.base_timestamp + ts_delta))
-        pos = body + length
+    try:
+        for _ in range(min(header.record_count, end - HEADER_SIZE)):
+            length, n = read_signed_varint(view, pos)
+            body = pos + n
+            if length < 1 or body + length > end:
+                raise BatchError(ErrorCode.corrupt_message, f"record of length {length} at byte {pos} of a {end}-byte batch")
+            ts_delta, m = read_signed_varlong(view, body + 1)  # skip the attributes byte
+            offset_delta, k = read_signed_varint(view, body + 1 + m)
+            if 1 + m + k > length:
+                raise BatchError(ErrorCode.corrupt_message, f"record at byte {pos} is shorter than its fields")
+            out.append((header.base_offset + offset_delta, header.base_timestamp + ts_delta))
+            pos = body + length
+    except BatchError:
+        raise
+    except (SerialError, ValueError) as exc:  # a varint cut short or too long
+        raise BatchError(ErrorCode.corrupt_message, f"record at byte {pos}: {exc}") from exc
+    if len(out) != header.record_count or pos != end:
+        raise BatchError(
+            ErrorCode.corrupt_message,
+            f"batch says {header.record_count} records; {len(out)} fill {pos} of its {end} bytes",
+        )
     return out
