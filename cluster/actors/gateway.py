@@ -9,6 +9,7 @@ import ray
 from cluster.actors.common import ActorKind, identity, setup_logging, wait_forever
 from cluster.config import Config
 from cluster.gateway.auth.session import ListenerKind, Session
+from cluster.gateway.connection_limits import ConnectionQuota, RequestMemory
 from cluster.gateway.gateway import Gateway
 from cluster.gateway.server import serve
 from cluster.leadership import Leadership
@@ -36,6 +37,8 @@ class GatewayActor:
             self.port,
             self.config["socket.request.max.bytes"],
             on_close=self.gateway.connection_closed,
+            memory=RequestMemory(self.config["queued.max.request.bytes"]),
+            quota=ConnectionQuota(self.config["max.connections"], self.config["max.connections.per.ip"]),
         )
         self.port = self.server.sockets[0].getsockname()[1]
         await self._serve_operators()
@@ -71,7 +74,8 @@ class GatewayActor:
         if self.stats is not None:
             out["operator_address"] = self.gateway.operator_address if self.gateway else None
             out.update(connections=self.stats.connections, requests=self.stats.requests,
-                       closed_for_bad_input=self.stats.closed_for_bad_input)
+                       closed_for_bad_input=self.stats.closed_for_bad_input,
+                       refused_connections=self.stats.refused_connections)
         return out
 
     async def shutdown(self) -> None:

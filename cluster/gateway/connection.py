@@ -34,6 +34,7 @@ from kio.serial import entity_reader, entity_writer
 
 from cluster.gateway.apis import ADMIN_API_KEY, ApiKey, build, is_supported, request_class, response_class
 from cluster.gateway.auth.session import Session
+from cluster.gateway.connection_limits import RequestMemory
 from cluster.gateway.frame_check import MalformedFrame, check_request
 
 _SIZE = struct.Struct(">i")
@@ -98,12 +99,13 @@ _PENDING = object()
 
 
 class _Slot:
-    __slots__ = ("request", "data", "failure")
+    __slots__ = ("request", "data", "failure", "reserved")
 
-    def __init__(self, request: Request) -> None:
+    def __init__(self, request: Request, reserved: int) -> None:
         self.request = request
         self.data: Any = _PENDING
         self.failure: str | None = None
+        self.reserved = reserved  # bytes of queued.max.request.bytes held until the answer is out
 
 
 class ProtocolViolation(Exception):
@@ -116,9 +118,13 @@ class KafkaConnection:
         max_request_bytes: int = 104_857_600,
         max_outstanding: int = MAX_OUTSTANDING,
         session: Session | None = None,
+        memory: RequestMemory | None = None,
     ) -> None:
         self.max_request_bytes = max_request_bytes
         self.session = session if session is not None else Session()
+        self.memory = memory if memory is not None else RequestMemory(-1)
+        self._head_reserved = 0  # reserved for the frame at the head of the buffer
+        self.waiting_for_memory = False
         self.max_outstanding = max_outstanding
         self._buffer = bytearray()
         self.closed: str | None = None
@@ -137,12 +143,18 @@ class KafkaConnection:
             return []
         self._buffer += data
         events: list[Event] = []
+        self.waiting_for_memory = False
         while len(self._buffer) >= 4:
             (size,) = _SIZE.unpack_from(self._buffer, 0)
             if size < 0 or size > self.max_request_bytes:
                 return events + [self._close(
                     f"request size {size} is outside 0..socket.request.max.bytes ({self.max_request_bytes})"
                 )]
+            if not self._head_reserved:
+                if not self.memory.try_reserve(4 + size):
+                    self.waiting_for_memory = True  # read no further until memory comes back
+                    break
+                self._head_reserved = 4 + size
             if len(self._buffer) < 4 + size:
                 break
             frame = bytes(self._buffer[4 : 4 + size])
@@ -152,7 +164,8 @@ class KafkaConnection:
             except ProtocolViolation as exc:
                 return events + [self._close(str(exc))]
             request.session = self.session
-            slot = _Slot(request)
+            slot = _Slot(request, self._head_reserved)
+            self._head_reserved = 0
             self._outstanding.append(slot)
             self._slots[id(request)] = slot
             events.append(request)
@@ -189,6 +202,8 @@ class KafkaConnection:
         while self._outstanding and self._outstanding[0].data is not _PENDING:
             slot = self._outstanding.popleft()
             del self._slots[id(slot.request)]
+            self.memory.release(slot.reserved)
+            slot.reserved = 0
             if slot.failure is not None:
                 out.append(self._close(slot.failure))
                 return out
@@ -198,17 +213,31 @@ class KafkaConnection:
                 return out
         if self.closed is not None:
             return out
-        if not self.reading_paused and len(self._outstanding) > self.max_outstanding:
+        if not self.reading_paused and (len(self._outstanding) > self.max_outstanding or self.waiting_for_memory):
             self.reading_paused = True
             out.append(PauseReading())
-        elif self.reading_paused and len(self._outstanding) <= self.max_outstanding // 2:
+        elif (
+            self.reading_paused
+            and len(self._outstanding) <= self.max_outstanding // 2
+            and not self.waiting_for_memory
+        ):
             self.reading_paused = False
             out.append(ResumeReading())
         return out
 
+    def abandon(self) -> None:
+        """The socket is gone: give back every byte this connection holds."""
+        if self.closed is None:
+            self._close("connection lost")
+
     def _close(self, reason: str) -> Close:
         self.closed = reason
         self._buffer.clear()
+        held = self._head_reserved + sum(slot.reserved for slot in self._outstanding)
+        self._head_reserved = 0
+        for slot in self._outstanding:
+            slot.reserved = 0
+        self.memory.release(held)
         return Close(reason)
 
     def _parse(self, frame: bytes) -> Request:

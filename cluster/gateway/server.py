@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from cluster.gateway.auth.session import Session
+from cluster.gateway.connection_limits import ConnectionQuota, RequestMemory
+from cluster.gateway.log_limit import RateLimitedLog
 from cluster.gateway.connection import (
     Close,
     KafkaConnection,
@@ -27,6 +29,8 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[Request], Awaitable[Any] | Any]
 _connection_ids = itertools.count(1)
+# Bad frames are cheap to send: a few lines a second per gateway, with a count of those left out.
+_bad_input_log = RateLimitedLog(log, per_second=3)
 
 
 class KafkaProtocol(asyncio.Protocol):
@@ -37,11 +41,16 @@ class KafkaProtocol(asyncio.Protocol):
         stats: "ServerStats",
         on_close: Callable[[int], None] | None = None,
         session: Session | None = None,
+        memory: RequestMemory | None = None,
+        quota: ConnectionQuota | None = None,
     ) -> None:
         self._dispatch = dispatch
         self._on_close = on_close
         self._id = next(_connection_ids)
-        self._conn = KafkaConnection(max_request_bytes, session=session)
+        self._memory = memory if memory is not None else RequestMemory(-1)
+        self._conn = KafkaConnection(max_request_bytes, session=session, memory=self._memory)
+        self._quota = quota
+        self._counted = False
         self._tasks: set[asyncio.Future] = set()
         self._transport: asyncio.Transport | None = None
         self._stats = stats
@@ -52,9 +61,23 @@ class KafkaProtocol(asyncio.Protocol):
         self._stats.connections += 1
         peer = transport.get_extra_info("peername")
         self._peer = peer[0] if isinstance(peer, tuple) else ""
+        if self._quota is not None:
+            refused = self._quota.admit(self._peer)
+            if refused is not None:
+                self._stats.refused_connections += 1
+                _bad_input_log.warning("refusing connection: %s", refused)
+                self._conn.abandon()
+                transport.close()
+                return
+            self._counted = True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stats.connections -= 1
+        if self._counted and self._quota is not None:
+            self._quota.release(self._peer)
+            self._counted = False
+        self._memory.forget(self._memory_available)
+        self._conn.abandon()
         self._transport = None
         for task in list(self._tasks):
             task.cancel()
@@ -66,7 +89,7 @@ class KafkaProtocol(asyncio.Protocol):
         for event in self._conn.receive(data):
             if isinstance(event, Close):
                 self._stats.closed_for_bad_input += 1
-                log.warning("closing connection: %s", event.reason)
+                _bad_input_log.warning("closing connection: %s", event.reason)
                 self._send()
                 self._abort()
                 return
@@ -86,6 +109,16 @@ class KafkaProtocol(asyncio.Protocol):
             else:
                 self._conn.respond(event, outcome)
         self._send()
+        if self._conn.waiting_for_memory:
+            self._memory.wait(self._memory_available)
+
+    def _memory_available(self) -> None:
+        # Called from whichever connection gave memory back: continue on a later turn of the loop.
+        asyncio.get_running_loop().call_soon(self._read_again)
+
+    def _read_again(self) -> None:
+        if self._transport is not None and self._conn.closed is None:
+            self.data_received(b"")
 
     def _answered(self, request: Request, done: asyncio.Future) -> None:
         self._tasks.discard(done)
@@ -122,12 +155,13 @@ class KafkaProtocol(asyncio.Protocol):
 
 
 class ServerStats:
-    __slots__ = ("connections", "requests", "closed_for_bad_input")
+    __slots__ = ("connections", "requests", "closed_for_bad_input", "refused_connections")
 
     def __init__(self) -> None:
         self.connections = 0
         self.requests = 0
         self.closed_for_bad_input = 0
+        self.refused_connections = 0
 
 
 async def serve(
@@ -137,14 +171,18 @@ async def serve(
     max_request_bytes: int,
     on_close: Callable[[int], None] | None = None,
     new_session: Callable[[], Session] = Session,
+    memory: RequestMemory | None = None,
+    quota: ConnectionQuota | None = None,
+    ssl: Any = None,
 ) -> tuple[asyncio.Server, ServerStats]:
     stats = ServerStats()
     loop = asyncio.get_running_loop()
     server = await loop.create_server(
-        lambda: KafkaProtocol(dispatch, max_request_bytes, stats, on_close, new_session()),
+        lambda: KafkaProtocol(dispatch, max_request_bytes, stats, on_close, new_session(), memory, quota),
         host,
         port,
         reuse_address=True,
         backlog=1024,
+        ssl=ssl,
     )
     return server, stats
