@@ -34,6 +34,9 @@ HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength precede what batchLength counts
 CRC_START = 21  # attributes: first byte the CRC covers
+# The smallest v2 record: length, attributes, timestamp delta, offset delta, key length, value
+# length and header count, one byte each (Kafka's DefaultRecord).
+MIN_RECORD_SIZE = 7
 MAGIC = 2
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
 _EPOCH = struct.Struct(">i")
@@ -147,6 +150,13 @@ def split_produced(records: bytes) -> list[bytearray]:
             raise BatchError(ErrorCode.corrupt_message, "record batch CRC-32C mismatch")
         if header.record_count <= 0 or header.last_offset_delta < 0:
             raise BatchError(ErrorCode.invalid_record, "record batch holds no records")
+        if not header.compression and header.record_count > (header.size - HEADER_SIZE) // MIN_RECORD_SIZE:
+            # Kafka reads every record and finds the batch ends early; here the count alone would
+            # make that many offsets, each tracked on its own once a share partition splits the batch.
+            raise BatchError(
+                ErrorCode.invalid_record,
+                f"record batch of {header.size} bytes cannot hold the {header.record_count} records it declares",
+            )
         if header.last_offset_delta + 1 != header.record_count:
             # Kafka's LogValidator.validateBatch: else one batch moves the log end by up to 2^31.
             raise BatchError(

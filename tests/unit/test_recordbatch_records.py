@@ -91,11 +91,13 @@ def test_well_formed_records_are_read_as_before():
     assert record_timestamps(coordinator) == [(0, BASE_TS), (1, BASE_TS)]
 
 
-def test_list_offsets_by_time_over_a_bomb_answers_at_the_batch_grain_at_once(tmp_path):
+def test_list_offsets_by_time_over_malformed_records_answers_at_the_batch_grain_at_once(tmp_path):
     async def main():
         leader = PartitionLeader("partition-leader-0", Config({}), tmp_path)
         await leader.load([("t", 0, 1)])
-        (produced,) = await leader.produce([("t", 0, 1, BOMBS["length -1"])])
+        # Produce checks the header only, so records that fit their count but not their lengths pass.
+        malformed = raw_batch(record(0, 0, length=-1).ljust(7 * 1000, b"\x00"), 1000)
+        (produced,) = await leader.produce([("t", 0, 1, malformed)])
         assert produced.error_code == ErrorCode.none
         with deadline(5):
             answers = await leader.list_offsets([("t", 0, 1, -1, BASE_TS + 1), ("t", 0, 1, -1, -3)])
@@ -104,6 +106,17 @@ def test_list_offsets_by_time_over_a_bomb_answers_at_the_batch_grain_at_once(tmp
         await leader.shutdown()
 
     asyncio.run(main())
+
+
+def test_a_produced_batch_declaring_more_records_than_its_bytes_hold_is_invalid():
+    # Kafka reads the records and finds the batch ends early (InvalidRecordException). Taken, its
+    # 2^31 - 1 offsets became one state each when a share partition split the batch.
+    for bomb in ("length -1", "count beyond the records"):
+        with pytest.raises(BatchError) as caught:
+            split_produced(BOMBS[bomb])
+        assert caught.value.error_code == ErrorCode.invalid_record
+    seven = raw_batch(record(0, 0).ljust(7 * 3, b"\x00"), 3)
+    assert len(split_produced(seven)) == 1
 
 
 def test_a_produced_batch_whose_offset_range_disagrees_with_its_count_is_invalid_as_in_kafka():
