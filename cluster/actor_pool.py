@@ -10,8 +10,9 @@ import asyncio
 import logging
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import ray
 from ray.exceptions import RayActorError
@@ -54,6 +55,57 @@ class ActorPool(Protocol):
     async def pause(self, node_id: str, pid: int, seconds: float) -> tuple[float, float]: ...
 
 
+@runtime_checkable
+class NodeAwarePool(Protocol):
+    """A pool that knows the cluster's nodes and can start an actor on a chosen one. A pool
+    without this (one process, a test's fake) runs everything on one node as far as placement knows."""
+
+    async def nodes(self) -> list[str]:
+        """The ids of the nodes alive now (level-triggered: polled by the reconciler)."""
+
+    def spawn_on(self, kind: ActorKind, name: str, node_id: str) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class NodeChange:
+    nodes: list[str]
+    joined: list[str]
+    left: list[str]
+
+    def messages(self) -> list[str]:
+        return [f"node {n} joined" for n in self.joined] + [f"node {n} left" for n in self.left]
+
+
+class NodeMembership:
+    """The nodes alive, as a node-aware pool last listed them: polled (level-triggered), since a
+    node that joins sends no event and one that dies may take a while to fail its actors' calls."""
+
+    POLL_SECONDS = 2.0
+
+    def __init__(self, pool: NodeAwarePool) -> None:
+        self.pool = pool
+        self.nodes: list[str] | None = None
+        self.polled_at = 0.0
+
+    @property
+    def next_poll(self) -> float:
+        return self.polled_at + self.POLL_SECONDS
+
+    async def poll(self, now: float) -> NodeChange | None:
+        """The change since the last poll; None when nothing changed or the list could not be had."""
+        try:
+            nodes = sorted(await self.pool.nodes())
+        except Exception as exc:
+            log.warning("could not list the Ray nodes: %s", exc)
+            return None
+        self.polled_at = now
+        if not nodes or nodes == self.nodes:
+            return None
+        before = set(self.nodes or nodes)
+        self.nodes = nodes
+        return NodeChange(nodes, sorted(set(nodes) - before), sorted(before - set(nodes)))
+
+
 class RayActorPool:
     def __init__(self, config: Config, data_dir: Path, namespace: str) -> None:
         self.config = config
@@ -65,6 +117,20 @@ class RayActorPool:
         return ray.get_runtime_context().current_actor
 
     def spawn(self, kind: ActorKind, name: str) -> Any:
+        return self._spawn(kind, name, "SPREAD")
+
+    def spawn_on(self, kind: ActorKind, name: str, node_id: str) -> Any:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        # soft: a node that is full or just left must not stop the actor from starting elsewhere;
+        # the reconciler learns where it landed from its info.
+        return self._spawn(kind, name, NodeAffinitySchedulingStrategy(node_id=node_id, soft=True))
+
+    async def nodes(self) -> list[str]:
+        # ray.nodes() is a blocking call to the GCS: off the controller's event loop.
+        return [n["NodeID"] for n in await asyncio.to_thread(ray.nodes) if n.get("Alive")]
+
+    def _spawn(self, kind: ActorKind, name: str, strategy: Any) -> Any:
         from cluster.actors.group_coordinator import GroupCoordinatorActor
         from cluster.actors.partition_leader import PartitionLeaderActor
         from cluster.actors.share_coordinator import ShareCoordinatorActor
@@ -77,7 +143,7 @@ class RayActorPool:
         args: tuple[Any, ...] = (name, self.config, str(self.data_dir))
         if kind in LEADERSHIP_FOLLOWERS:
             args += (self._controller(),)
-        return cls.options(name=name, namespace=self.namespace, scheduling_strategy="SPREAD", **ACTOR_OPTIONS).remote(*args)
+        return cls.options(name=name, namespace=self.namespace, scheduling_strategy=strategy, **ACTOR_OPTIONS).remote(*args)
 
     def spawn_gateway(self, name: str, node_id: int, host: str, port: int) -> Any:
         from cluster.actors.gateway import GatewayActor

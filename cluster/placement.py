@@ -163,6 +163,20 @@ def actors_to_start(wanted: int, running: Mapping[str, int], nodes: Sequence[str
     return start
 
 
+def actors_by_node(
+    wanted: Mapping[ActorKind, int], alive: Iterable[tuple[ActorKind, str | None]], nodes: Sequence[str]
+) -> dict[ActorKind, Counter[str | None]]:
+    """`actors_to_start` for each kind, given the (kind, node) of every actor alive or starting."""
+    alive = list(alive)
+    missing: dict[ActorKind, Counter[str | None]] = {}
+    for kind, n in wanted.items():
+        running = Counter(node for k, node in alive if k is kind and node in nodes)
+        start = actors_to_start(n, running, nodes)
+        if start:
+            missing[kind] = Counter(start)
+    return missing
+
+
 def missing_actors(wanted: Mapping[ActorKind, int], running: Mapping[ActorKind, int]) -> dict[ActorKind, int]:
     """How many actors of each kind to start so that `wanted` of each are starting or running."""
     return {kind: n - running.get(kind, 0) for kind, n in wanted.items() if n > running.get(kind, 0)}

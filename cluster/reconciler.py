@@ -8,6 +8,11 @@ a gateway that could not restart, a partition whose load failed (a full disk, a 
 did not answer within `raygroups.load.timeout.ms` (a stuck disk read, an actor that never replies:
 the pass holds the lock while it waits, so without a bound one hung load would stop every later
 pass). Events only wake the loop early.
+
+With a pool that knows Ray's nodes (`NodeAwarePool`), the node set is one more thing that is: it is
+polled every `NODE_POLL_SECONDS`; a node that joins gets an actor of each kind and then a fair share
+of partitions, a bounded number a pass (`placement.rebalance`); the actors of a node that left are
+taken as dead at once rather than when Ray notices each of them.
 """
 
 from __future__ import annotations
@@ -20,13 +25,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cluster.actor_pool import LEADERSHIP_FOLLOWERS, ActorPool
+from cluster.actor_pool import LEADERSHIP_FOLLOWERS, ActorPool, NodeAwarePool, NodeMembership
 from cluster.actor_state import ActorEntry, ActorState
 from cluster.actors.common import ActorKind, kind_for_topic
 from cluster.config import Config
 from cluster.leadership import GatewayAddress, Leadership
 from cluster.metadata import ClusterMetadata
-from cluster.placement import LiveActor, desired_leadership, missing_actors, retry_delay
+from cluster.placement import LiveActor, RebalancePolicy, actors_by_node, desired_leadership, missing_actors
+from cluster.placement import rebalance, rebalance_due, retry_delay
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +85,10 @@ class Reconciler:
         self._spawn_at: dict[ActorKind, float] = {}
         self._failed_passes = 0
         self._pass_at = 0.0
+        self.membership = NodeMembership(pool) if isinstance(pool, NodeAwarePool) else None
+        self.moved_at: dict[TP, float] = {}  # when each partition last changed leader (clock)
+        self.rebalance_policy = RebalancePolicy()
+        self._rebalance_at: float | None = None
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -108,6 +118,10 @@ class Reconciler:
         times = [f.retry_at for f in self.failed_loads.values()]
         times += [e.restart_at for e in self.actors.values() if e.kind is ActorKind.GATEWAY and e.state is ActorState.DEAD]
         times += [self._spawn_at[k] for k in self._missing() if k in self._spawn_at]
+        if self.membership is not None:
+            times.append(self.membership.next_poll)
+        if self._rebalance_at is not None:
+            times.append(self._rebalance_at)
         due = min(times) if times else None
         if self._failed_passes:  # a pass that raised is not retried before its backoff
             due = max(due or 0.0, self._pass_at)
@@ -116,22 +130,50 @@ class Reconciler:
     async def step(self, reason: str = "placement") -> None:
         """One pass (the caller holds the lock): restart, replace, place, retry."""
         now = self.clock()
+        await self._poll_nodes(now)
         if not self.stopping:
             for entry in list(self.actors.values()):
                 if entry.kind is ActorKind.GATEWAY and entry.state is ActorState.DEAD and entry.restart_at <= now:
                     self._restart_gateway(entry)
-            for kind, count in self._missing().items():
+            for kind, per_node in self._missing().items():
                 if self._spawn_at.get(kind, 0.0) <= now:
-                    for _ in range(count):
-                        self._track(self.bring_up(self.spawn(kind)))
+                    for node, count in per_node.items():
+                        for _ in range(count):
+                            self._track(self.bring_up(self.spawn(kind, node)))
+            if reason == "startup":
+                await self.idle()  # so that the first placement spreads over every node's actors
         await self._place(reason)
         await self._retry_loads(now)
 
-    def _missing(self) -> dict[ActorKind, int]:
+    def _missing(self) -> dict[ActorKind, Counter[str | None]]:
+        """How many actors of each kind to start, on which node (None: wherever Ray puts it)."""
         if not self.config["raygroups.actor.replace"]:
             return {}
         wanted = {kind: self.config[setting] for kind, setting in KIND_COUNT_SETTING.items()}
-        return missing_actors(wanted, Counter(e.kind for e in self.actors.values() if e.alive))
+        alive = [(e.kind, e.node_id) for e in self.actors.values() if e.alive]
+        if not self.nodes:
+            counts = missing_actors(wanted, Counter(kind for kind, _ in alive))
+            return {kind: Counter({None: n}) for kind, n in counts.items()}
+        return actors_by_node(wanted, alive, self.nodes)
+
+    @property
+    def nodes(self) -> list[str] | None:
+        return self.membership.nodes if self.membership is not None else None
+
+    async def _poll_nodes(self, now: float) -> None:
+        """Learn the node set; a node gone takes its actors with it, at once."""
+        change = None if self.membership is None or self.stopping else await self.membership.poll(now)
+        if change is None:
+            return
+        for message in change.messages():
+            self.event("nodes", message)
+        for entry in list(self.actors.values()):
+            if entry.ready and entry.node_id is not None and entry.node_id not in change.nodes:
+                try:
+                    self.pool.kill(entry.handle)
+                except Exception:
+                    pass  # its node is gone: nothing left to kill
+                self.died(entry, entry.handle)
 
     async def _place(self, reason: str) -> None:
         live = [LiveActor(e.name, e.kind, e.node_id) for e in self.actors.values() if e.ready and e.kind is not ActorKind.GATEWAY]
@@ -158,6 +200,18 @@ class Reconciler:
             await self.move(placement, reason=f"failover from {origin}")
             took = (time.time() - (dead.died_at or time.time())) * 1000
             self.event("failover", f"{len(placement)} partitions of {origin} moved in {took:.0f} ms")
+        await self._rebalance(live)
+
+    async def _rebalance(self, live: list[LiveActor]) -> None:
+        """A fair share to nodes that joined, a bounded number a pass; the next pass goes on."""
+        now, policy = self.clock(), self.rebalance_policy
+        self.moved_at = {tp: t for tp, t in self.moved_at.items() if now - t < policy.cooldown and tp in self.leaders}
+        moves = rebalance(self.leaders, live, self.moved_at, now, policy)
+        if moves:
+            await self.move(moves, reason="node balance")
+            if len(moves) >= policy.max_moves:
+                self.wake()
+        self._rebalance_at = rebalance_due(self.leaders, live, self.moved_at, self.clock(), policy)
 
     async def move(self, placement: dict[TP, str], reason: str) -> None:
         """Give each partition its new leader at a bumped epoch (the caller holds the lock)."""
@@ -170,9 +224,11 @@ class Reconciler:
             if old is not None and old != new and old in self.actors and self.actors[old].alive:
                 releases.setdefault(old, []).append(tp)
         epochs = await self.bump_epochs(list(placement))
+        now = self.clock()
         for tp, name in placement.items():
             self.leaders[tp] = name
             self.failed_loads.pop(tp, None)
+            self.moved_at[tp] = now
         await self.publish()
         await asyncio.gather(
             *(self.pool.unload(self.actors[name].handle, tps) for name, tps in releases.items()), return_exceptions=True
@@ -234,10 +290,19 @@ class Reconciler:
 
     # -- actors -----------------------------------------------------------------------------------
 
-    def spawn(self, kind: ActorKind) -> ActorEntry:
+    def spawn(self, kind: ActorKind, node: str | None = None) -> ActorEntry:
+        """Start an actor: on `node`, or (with a node-aware pool) on the node running fewest of its kind."""
         name = f"{kind.value}-{self._next_index[kind]}"
         self._next_index[kind] += 1
-        entry = ActorEntry(name, kind, self.pool.spawn(kind, name))
+        if node is None and self.nodes:
+            running = Counter(e.node_id for e in self.actors.values() if e.alive and e.kind is kind)
+            node = min(self.nodes, key=lambda n: (running[n], n))
+        if node is not None and isinstance(self.pool, NodeAwarePool):
+            handle = self.pool.spawn_on(kind, name, node)
+        else:
+            handle = self.pool.spawn(kind, name)
+        # Where it was asked to run until it says where it runs: counts it for that node meanwhile.
+        entry = ActorEntry(name, kind, handle, node_id=node)
         self.actors[name] = entry
         return entry
 

@@ -1,0 +1,105 @@
+"""raygroups on three Ray nodes on this machine (ray.cluster_utils), attached with `--address` (issue 11).
+
+Actors land on every node; a node removed mid-consumption takes its partitions to live actors and a
+classic group goes on with no committed offset lost; a node added takes a fair share. The storage is
+this machine's disk, shared by every node as docs/scale-out.md requires. Figures (seconds for
+partitions to move after a loss and a join) are printed for the note.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from ray.cluster_utils import Cluster
+
+from cluster.admin_client import admin_call
+from tests.clients import confluent_produce, create_topic, records
+from tests.cluster_process import ClusterProcess
+from tests.e2e.test_group_failover import ConsumerProcess
+
+pytestmark = pytest.mark.slow
+PARTITIONS = 6
+WORKERS = ("partition-leader", "group-coordinator", "share-coordinator")
+
+
+@pytest.fixture(scope="module")
+def nodes():
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    for _ in range(2):
+        cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    yield cluster
+    cluster.shutdown()
+
+
+@pytest.fixture(scope="module")
+def raygroups(nodes, tmp_path_factory):
+    proc = ClusterProcess(tmp_path_factory.mktemp("multinode"), "--address", nodes.address,
+                          "--config", "group.initial.rebalance.delay.ms=300").start()
+    yield proc
+    proc.stop()
+
+
+def actors(proc) -> list[dict]:
+    return [a for a in admin_call(proc.bootstrap, "actors") if a["alive"] and a["kind"] in WORKERS]
+
+
+def leader_nodes(proc, topic: str) -> dict[int, str]:
+    node_of = {a["name"]: a["node_id"] for a in actors(proc)}
+    return {l["partition"]: node_of.get(l["actor"], "") for l in admin_call(proc.bootstrap, "status")["leaders"] if l["topic"] == topic}
+
+
+def wait_for(check, timeout: float, what: str):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.25)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_actors_on_every_node_a_node_lost_and_one_added(nodes, raygroups, tmp_path):
+    node_ids = {n.node_id for n in [nodes.head_node, *nodes.worker_nodes]}
+    wait_for(lambda: all({a["node_id"] for a in actors(raygroups) if a["kind"] == k} == node_ids for k in WORKERS), 60, "an actor of each kind on every node")
+
+    topic, group = "multi", "multi-group"
+    create_topic(raygroups.bootstrap, topic, PARTITIONS)
+    wait_for(lambda: set(leader_nodes(raygroups, topic).values()) == node_ids, 30, "the topic's partitions on every node")
+    first = records(300, PARTITIONS, "a")
+    confluent_produce(raygroups.bootstrap, topic, first)
+    consumer = ConsumerProcess(raygroups.bootstrap, group, topic, tmp_path / "out.txt", session_ms=10000)
+    try:
+        wait_for(lambda: len(set(consumer.consumed())) >= len(first), 90, "the first records consumed")
+
+        # Lose a worker node (never the head: the controller and the gateway run there).
+        victim = next(n for n in nodes.worker_nodes)
+        on_victim = {p for p, node in leader_nodes(raygroups, topic).items() if node == victim.node_id}
+        assert on_victim
+        lost_at = time.time()
+        nodes.remove_node(victim)
+        wait_for(lambda: (lambda l: len(l) == PARTITIONS and victim.node_id not in l.values())(leader_nodes(raygroups, topic)), 60, "the lost node's partitions on live actors")
+        moved_after_loss = time.time() - lost_at
+
+        second = records(300, PARTITIONS, "b")
+        confluent_produce(raygroups.bootstrap, topic, second)
+        wait_for(lambda: len(set(consumer.consumed())) >= len(first) + len(second), 90, "records produced after the loss consumed")
+        consumed = consumer.consumed()
+        per_partition = {}
+        for p, offset in consumed:
+            per_partition.setdefault(p, set()).add(offset)
+        for p, offsets in per_partition.items():  # nothing skipped: committed offsets were kept
+            assert offsets == set(range(max(offsets) + 1)), p
+
+        # A node joins: actors start on it and some partitions move to it.
+        joined_at = time.time()
+        added = nodes.add_node(num_cpus=1)
+        wait_for(lambda: added.node_id in leader_nodes(raygroups, topic).values(), 90, "partitions on the new node")
+        moved_after_join = time.time() - joined_at
+        third = records(120, PARTITIONS, "c")
+        confluent_produce(raygroups.bootstrap, topic, third)
+        wait_for(lambda: len(set(consumer.consumed())) >= len(first) + len(second) + len(third), 90, "records produced after the join consumed")
+        print(f"\nFIGURES partitions moved after node loss {moved_after_loss:.1f} s, after node join {moved_after_join:.1f} s")
+    finally:
+        consumer.stop()
