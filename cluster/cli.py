@@ -73,6 +73,7 @@ def up(
     )
     if port < 0 or port > 65535:
         fail(f"--port must be 0..65535, got {port}")
+    host, port = _client_listener_address(cfg, host, port)
     from cluster.launcher import start_cluster
 
     try:
@@ -99,6 +100,24 @@ def up(
         err.print("stopping…")
         cluster.stop()
         err.print("stopped")
+
+
+def _client_listener_address(cfg: Config, host: str, port: int) -> tuple[str, int]:
+    """Check the security settings before anything starts; `listeners`, when given, says where
+    the gateways listen (gateway i on its port+i) instead of --host/--port."""
+    from cluster.gateway.auth.client_listener import client_listener
+    from cluster.gateway.auth.listeners import parse_listener
+    from cluster.gateway.auth.principals import parse_super_users
+
+    try:
+        parse_super_users(cfg["super.users"])
+        client_listener(cfg)
+        listener = parse_listener(cfg["listeners"], cfg["listener.security.protocol.map"])
+    except ValueError as exc:
+        fail(str(exc))
+    if listener is None:
+        return host, port
+    return listener.host or host, listener.port
 
 
 def _admin(bootstrap: str, op: str, **args: Any) -> Any:

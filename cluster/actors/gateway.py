@@ -8,6 +8,7 @@ import ray
 
 from cluster.actors.common import ActorKind, identity, setup_logging, wait_forever
 from cluster.config import Config
+from cluster.gateway.auth.client_listener import client_listener
 from cluster.gateway.auth.session import ListenerKind, Session
 from cluster.gateway.connection_limits import ConnectionQuota, RequestMemory
 from cluster.gateway.gateway import Gateway
@@ -31,6 +32,7 @@ class GatewayActor:
 
     async def start(self, leadership: Leadership) -> tuple[str, int]:
         self.gateway = Gateway(self.node_id, self.config, self.controller, leadership)
+        listener = client_listener(self.config)
         self.server, self.stats = await serve(
             self.gateway.dispatch,
             self.host,
@@ -39,6 +41,8 @@ class GatewayActor:
             on_close=self.gateway.connection_closed,
             memory=RequestMemory(self.config["queued.max.request.bytes"]),
             quota=ConnectionQuota(self.config["max.connections"], self.config["max.connections.per.ip"]),
+            new_session=listener.new_session,
+            ssl=listener.ssl,
         )
         self.port = self.server.sockets[0].getsockname()[1]
         await self._serve_operators()
