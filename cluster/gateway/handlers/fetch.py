@@ -21,6 +21,11 @@ from cluster.gateway.connection import Request
 from cluster.gateway.handlers.common import partition_known, refresh_if_unknown, resolve_topic
 from cluster.partition import FetchOutcome
 
+# Kafka's broker fetch.max.bytes default: a request's max_bytes (up to 2^31 - 1) is cut to it,
+# so one fetch reads at most this much per leader (plus the first batch, KIP-74).
+# A named constant until the setting exists.
+FETCH_MAX_BYTES = 57_671_680
+
 
 def _ms(value: Any) -> int:
     return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
@@ -60,7 +65,7 @@ async def fetch(gw: Any, request: Request) -> Any:
             [part for _, part in reads],
             _ms(body.max_wait),
             body.min_bytes,
-            getattr(body, "max_bytes", 2**31 - 1),
+            min(getattr(body, "max_bytes", FETCH_MAX_BYTES), FETCH_MAX_BYTES),
         )
         outcomes.update(zip((key for key, _ in reads), answers))
 
@@ -96,12 +101,18 @@ async def list_offsets(gw: Any, request: Request) -> Any:
     body = request.body
     await refresh_if_unknown(gw, [t.name for t in body.topics])
 
+    keys = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
+    # Kafka answers every occurrence of a partition named twice INVALID_REQUEST and looks none up.
+    seen: set[tuple[str, int]] = set()
+    duplicates = {key for key in keys if key in seen or seen.add(key)}
+
     async def one(topic: str, partition: int, client_epoch: int, timestamp: int) -> LogEnd:
+        if (topic, partition) in duplicates:
+            return LogEnd(ErrorCode.invalid_request)
         if not partition_known(gw, topic, partition):
             return LogEnd(ErrorCode.unknown_topic_or_partition)
         return await gw.partitions.list_offsets(topic, partition, timestamp, client_epoch)
 
-    keys = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
     answers = await asyncio.gather(
         *(
             one(t.name, p.partition_index, getattr(p, "current_leader_epoch", -1), p.timestamp)
