@@ -247,6 +247,15 @@ def _one_line(exc: BaseException) -> str:
     return text[-1] if text else type(exc).__name__
 
 
+def _add_user_commands() -> None:
+    from cluster.user_commands import user_app
+
+    app.add_typer(user_app, name="user")
+
+
+_add_user_commands()
+
+
 def _register_commands() -> None:
     """Commands other packages add (the load tests' experiment/check/report/demo), found through
     the `raygroups.commands` entry point so that this package never imports them."""

@@ -144,6 +144,8 @@ SETTINGS: dict[str, Setting] = {
                 "where the operator listener (raygroups' kill/move/status API) binds; not a Kafka setting"),
         Setting("raygroups.operator.port", 0, _non_negative,
                 "operator listener port (gateway i on port+i); 0 picks a free one, found by the CLI through the gateway"),
+        Setting("raygroups.scram.credentials.file", "", str,
+                "the SCRAM credential store; empty: scram-credentials.json in the data directory"),
     ]
 }
 

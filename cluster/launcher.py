@@ -88,6 +88,10 @@ def start_cluster(
     import ray
 
     namespace = config["raygroups.cluster.id"]
+    if not config["raygroups.scram.credentials.file"]:
+        from cluster.gateway.auth.credentials import path_in
+
+        config = config.with_overrides({"raygroups.scram.credentials.file": str(path_in(Path(data_dir).resolve()))})
     owns_ray = not ray.is_initialized()
     if owns_ray:
         start_ray(namespace, address)

@@ -81,6 +81,9 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.SHARE_FETCH: (1, 1),
     ApiKey.SHARE_ACKNOWLEDGE: (1, 1),
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
+    # Served on every listener as Kafka does; outside a SASL listener the handshake is ILLEGAL_SASL_STATE.
+    ApiKey.SASL_HANDSHAKE: (1, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
 }
 
 

@@ -16,6 +16,7 @@ from cluster.clients.partition_leader import PartitionLeaderClient
 from cluster.config import Config
 from cluster.gateway import producer_ids
 from cluster.gateway.apis import ADMIN_API_KEY, SUPPORTED, ApiKey
+from cluster.gateway.auth.credentials import CredentialStore
 from cluster.gateway.auth.operator_access import refusal
 from cluster.gateway.auth.principals import may_operate, parse_super_users
 from cluster.gateway.connection import Request, unsupported_api_versions_response
@@ -44,6 +45,8 @@ class Gateway:
         self._handlers: dict[int, Callable[[Gateway, Request], Any]] = HANDLERS
         self.super_users = parse_super_users(config["super.users"])
         self.operator_address: str | None = None  # host:port of this gateway's operator listener
+        self.sasl_mechanisms = [m.strip().upper() for m in config["sasl.enabled.mechanisms"].split(",") if m.strip()]
+        self.credentials = CredentialStore(config["raygroups.scram.credentials.file"] or "scram-credentials.json")
 
     @property
     def leadership(self) -> Leadership:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cluster.gateway.apis import ADMIN_API_KEY, ApiKey
-from cluster.gateway.handlers import admin, fetch, groups, meta, produce, producer_id, share_fetch, share_groups, topics
+from cluster.gateway.handlers import admin, auth, fetch, groups, meta, produce, producer_id, share_fetch, share_groups, topics
 
 HANDLERS = {
     ApiKey.API_VERSIONS: meta.api_versions,
@@ -31,5 +31,7 @@ HANDLERS = {
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share_groups.describe_share_group_offsets,
     ApiKey.SHARE_FETCH: share_fetch.share_fetch,
     ApiKey.SHARE_ACKNOWLEDGE: share_fetch.share_acknowledge,
+    ApiKey.SASL_HANDSHAKE: auth.sasl_handshake,
+    ApiKey.SASL_AUTHENTICATE: auth.sasl_authenticate,
     ADMIN_API_KEY: admin.admin,
 }

@@ -1,0 +1,59 @@
+"""SaslHandshake and SaslAuthenticate (Kafka's SaslServerAuthenticator, in the gateway).
+
+The handshake picks a mechanism from `sasl.enabled.mechanisms`; SaslAuthenticate carries the
+mechanism's messages. Success makes the connection's principal `User:name`; a failure is
+answered with SASL_AUTHENTICATION_FAILED and its message, then the connection is closed, as
+Kafka does. Only the framed exchange (handshake v1) is served, which every client here uses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from cluster.gateway.apis import ApiKey, build_response
+from cluster.gateway.auth.principals import user
+from cluster.gateway.auth.scram import HASHES, AuthenticationFailed, exchange_for
+
+_KNOWN = {"PLAIN", *HASHES}
+
+
+def sasl_handshake(gw: Any, request: Any) -> Any:
+    session = request.session
+    mechanisms = [m for m in gw.sasl_mechanisms if m in _KNOWN]
+
+    def answer(code: ErrorCode) -> Any:
+        return build_response(ApiKey.SASL_HANDSHAKE, request.api_version, {"error_code": code, "mechanisms": mechanisms})
+
+    if session is None or session.authenticated or session.sasl is not None:
+        request.close_after_reply = "SaslHandshake outside a SASL authentication"
+        return answer(ErrorCode.illegal_sasl_state)
+    mechanism = request.body.mechanism
+    if mechanism not in mechanisms:
+        request.close_after_reply = f"unsupported SASL mechanism {mechanism!r}"
+        return answer(ErrorCode.unsupported_sasl_mechanism)
+    session.sasl = exchange_for(mechanism, gw.credentials.lookup)
+    return answer(ErrorCode.none)
+
+
+def sasl_authenticate(gw: Any, request: Any) -> Any:
+    session = request.session
+
+    def answer(code: ErrorCode, message: str | None = None, data: bytes = b"") -> Any:
+        return build_response(ApiKey.SASL_AUTHENTICATE, request.api_version,
+                              {"error_code": code, "error_message": message, "auth_bytes": data})
+
+    if session is None or session.authenticated or session.sasl is None:
+        request.close_after_reply = "SaslAuthenticate outside a SASL authentication"
+        return answer(ErrorCode.illegal_sasl_state, "SaslAuthenticate before a SaslHandshake")
+    exchange = session.sasl
+    try:
+        data = exchange.respond(bytes(request.body.auth_bytes))
+    except AuthenticationFailed as exc:
+        request.close_after_reply = f"SASL authentication failed: {exc}"
+        return answer(ErrorCode.sasl_authentication_failed, str(exc))
+    if exchange.user is not None:
+        session.principal = user(exchange.user)
+        session.sasl = None
+    return answer(ErrorCode.none, None, data)
