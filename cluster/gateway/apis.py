@@ -41,6 +41,8 @@ class ApiKey(enum.IntEnum):
     INIT_PRODUCER_ID = 22
     SASL_AUTHENTICATE = 36
     DELETE_GROUPS = 42
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     CREATE_PARTITIONS = 37
     DESCRIBE_CLUSTER = 60
     SHARE_GROUP_HEARTBEAT = 76
@@ -84,6 +86,9 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     # Served on every listener as Kafka does; outside a SASL listener the handshake is ILLEGAL_SASL_STATE.
     ApiKey.SASL_HANDSHAKE: (1, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
+    # SCRAM users managed the Kafka way, by super users (handlers/scram_credentials.py).
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 
 

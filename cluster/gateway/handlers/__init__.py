@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cluster.gateway.apis import ADMIN_API_KEY, ApiKey
-from cluster.gateway.handlers import admin, auth, fetch, groups, meta, produce, producer_id, share_fetch, share_groups, topics
+from cluster.gateway.handlers import admin, auth, fetch, groups, meta, produce, producer_id, scram_credentials, share_fetch, share_groups, topics
 
 HANDLERS = {
     ApiKey.API_VERSIONS: meta.api_versions,
@@ -33,5 +33,7 @@ HANDLERS = {
     ApiKey.SHARE_ACKNOWLEDGE: share_fetch.share_acknowledge,
     ApiKey.SASL_HANDSHAKE: auth.sasl_handshake,
     ApiKey.SASL_AUTHENTICATE: auth.sasl_authenticate,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram_credentials.describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_credentials.alter_user_scram_credentials,
     ADMIN_API_KEY: admin.admin,
 }
