@@ -84,7 +84,8 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.SHARE_ACKNOWLEDGE: (1, 1),
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
     # Served on every listener as Kafka does; outside a SASL listener the handshake is ILLEGAL_SASL_STATE.
-    ApiKey.SASL_HANDSHAKE: (1, 1),
+    # v0: raw SASL tokens follow the handshake, without SaslAuthenticate framing (connection.py).
+    ApiKey.SASL_HANDSHAKE: (0, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     # SCRAM users managed the Kafka way, by super users (handlers/scram_credentials.py).
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),

@@ -18,7 +18,11 @@ Kafka's treatment of bad input (SocketServer / RequestContext, PROTOCOL.md §1):
   UNSUPPORTED_VERSION and our ranges, so that the client can negotiate down (KIP-511);
 - before SASL succeeds, anything but ApiVersions, SaslHandshake and SaslAuthenticate closes the
   connection unparsed (Kafka's SaslServerAuthenticator: "Unexpected Kafka request during SASL
-  handshake"); the operator listener serves raygroups' operator API and nothing else.
+  handshake"); the operator listener serves raygroups' operator API and nothing else;
+- after a SaslHandshake v0 succeeds, the frames are raw SASL tokens, without a request header,
+  answered with raw tokens, until authentication succeeds; a failure closes without an answer
+  (a v0 client would not understand one). Kafka handles one authentication frame at a time, so
+  after a v0 handshake or a raw token nothing more is parsed until it has been answered.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ class Request:
     session: Session | None = None  # the connection's listener and principal
     # Close once this answer is out: a failed authentication is answered, then the connection ends.
     close_after_reply: str | None = None
+    raw_sasl: bool = False  # a raw SASL token after a SaslHandshake v0: answered as a raw token
 
 
 @dataclass(slots=True)
@@ -131,6 +136,10 @@ class KafkaConnection:
         self._outstanding: collections.deque[_Slot] = collections.deque()
         self._slots: dict[int, _Slot] = {}
         self.reading_paused = False
+        self._raw_sasl = False  # frames are raw SASL tokens (after a SaslHandshake v0)
+        self._held_for: Request | None = None  # parse nothing more until this is answered
+        # The held request was answered with frames still buffered: feed receive(b"") again.
+        self.input_waiting = False
 
     @property
     def outstanding(self) -> int:
@@ -144,7 +153,8 @@ class KafkaConnection:
         self._buffer += data
         events: list[Event] = []
         self.waiting_for_memory = False
-        while len(self._buffer) >= 4:
+        self.input_waiting = False
+        while len(self._buffer) >= 4 and self._held_for is None:
             (size,) = _SIZE.unpack_from(self._buffer, 0)
             if size < 0 or size > self.max_request_bytes:
                 return events + [self._close(
@@ -160,10 +170,12 @@ class KafkaConnection:
             frame = bytes(self._buffer[4 : 4 + size])
             del self._buffer[: 4 + size]
             try:
-                request = self._parse(frame)
+                request = self._raw_token(frame) if self._raw_sasl else self._parse(frame)
             except ProtocolViolation as exc:
                 return events + [self._close(str(exc))]
             request.session = self.session
+            if request.raw_sasl or (request.api_key == ApiKey.SASL_HANDSHAKE and request.api_version == 0):
+                self._held_for = request
             slot = _Slot(request, self._head_reserved)
             self._head_reserved = 0
             self._outstanding.append(slot)
@@ -176,10 +188,17 @@ class KafkaConnection:
         slot = self._slots.get(id(request))
         if slot is None or slot.data is not _PENDING:
             return  # closed meanwhile, or answered twice (a bug the first answer wins over)
+        if request is self._held_for:
+            self._release_hold(request, response)
         if response is None:
             slot.data = None
             return
         try:
+            if request.raw_sasl:
+                # A failure closes unanswered (close_after_reply is set); success sends the token.
+                ok = response.error_code == ErrorCode.none
+                slot.data = _SIZE.pack(len(response.auth_bytes)) + bytes(response.auth_bytes) if ok else None
+                return
             slot.data = (
                 encode_admin_response(request, response)
                 if request.api_key == ADMIN_API_KEY
@@ -188,6 +207,16 @@ class KafkaConnection:
         except Exception as exc:  # a handler built a response its version cannot carry
             self.fail(request, f"cannot encode the answer to api {request.api_key}: {type(exc).__name__}: {exc}")
 
+    def _release_hold(self, request: Request, response: Any) -> None:
+        self._held_for = None
+        # The handshake handler starts an exchange only when it accepts the mechanism.
+        mid_sasl = self.session.sasl is not None and not self.session.authenticated
+        if request.api_key == ApiKey.SASL_HANDSHAKE:
+            self._raw_sasl = mid_sasl and response is not None and response.error_code == ErrorCode.none
+        elif request.raw_sasl:
+            self._raw_sasl = mid_sasl
+        self.input_waiting = bool(self._buffer) and self.closed is None
+
     def fail(self, request: Request, reason: str) -> None:
         """The handler of request failed: once the answers before it are out, close (Kafka drops a
         connection on an unexpected error and keeps serving the others)."""
@@ -195,6 +224,8 @@ class KafkaConnection:
         if slot is not None and slot.data is _PENDING:
             slot.data = None
             slot.failure = reason
+        if request is self._held_for:
+            self._held_for = None  # the connection closes once the answers before it are out
 
     def next_events(self) -> list[Outbound]:
         """The answers ready to write, in request order, then any change in whether to read."""
@@ -269,6 +300,10 @@ class KafkaConnection:
             ) from None
         # Like Kafka's parser, bytes after the body are ignored (librdkafka sends some on Metadata v12).
         return Request(api_key, api_version, correlation_id, header.client_id, body, len(frame))
+
+    def _raw_token(self, frame: bytes) -> Request:
+        body = request_class(ApiKey.SASL_AUTHENTICATE, 0)(auth_bytes=frame)
+        return Request(ApiKey.SASL_AUTHENTICATE, 0, 0, None, body, len(frame), raw_sasl=True)
 
     def _admit(self, api_key: int) -> None:
         """Refuse, before parsing, what this connection's listener and state do not serve."""

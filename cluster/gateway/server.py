@@ -111,6 +111,13 @@ class KafkaProtocol(asyncio.Protocol):
         self._send()
         if self._conn.waiting_for_memory:
             self._memory.wait(self._memory_available)
+        self._read_held_input()
+
+    def _read_held_input(self) -> None:
+        # An authentication frame held the rest of the input back until it was answered.
+        if self._conn.input_waiting and self._transport is not None:
+            self._conn.input_waiting = False
+            asyncio.get_running_loop().call_soon(self._read_again)
 
     def _memory_available(self) -> None:
         # Called from whichever connection gave memory back: continue on a later turn of the loop.
@@ -130,6 +137,7 @@ class KafkaProtocol(asyncio.Protocol):
         else:
             self._conn.respond(request, done.result())
         self._send()
+        self._read_held_input()
 
     def _send(self) -> None:
         for event in self._conn.next_events():

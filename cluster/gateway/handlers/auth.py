@@ -3,7 +3,8 @@
 The handshake picks a mechanism from `sasl.enabled.mechanisms`; SaslAuthenticate carries the
 mechanism's messages. Success makes the connection's principal `User:name`; a failure is
 answered with SASL_AUTHENTICATION_FAILED and its message, then the connection is closed, as
-Kafka does. Only the framed exchange (handshake v1) is served, which every client here uses.
+Kafka does. After a handshake v0 the connection hands each raw token here as a SaslAuthenticate
+v0 (connection.py answers it raw, and a failure closes without an answer).
 """
 
 from __future__ import annotations
