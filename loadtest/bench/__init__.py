@@ -16,7 +16,7 @@ alternately, best of --rounds. Absolute numbers depend on the machine; nothing h
 docs/performance.md holds the figures and how they were taken.
 """
 
-from loadtest.bench import commands_classic, commands_locust, commands_share, profile  # noqa: F401 - they register
+from loadtest.bench import commands_classic, commands_locust, commands_share, profile, spy  # noqa: F401 - they register
 from loadtest.bench.app import app
 from loadtest.bench.clients import api_rates, produce_fetch_rates
 from loadtest.bench.systems import raygroups, raygroups_cluster, responder

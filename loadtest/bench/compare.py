@@ -81,12 +81,21 @@ def table(title: str, results: dict[str, dict[str, float]], figures: list[Figure
     return t
 
 
+def _plain(x: object) -> object:
+    """NaN (a run that failed) and infinity become null: JSON has neither."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    return x
+
+
 def report(title: str, results: dict[str, dict[str, float]], figures: list[Figure], json_out: Path | None,
            **extra: object) -> None:
     console.print(table(title, results, figures))
     if json_out:
         ratios = {p: {f.key: ratio(results["raygroups"][f.key], v[f.key]) for f in figures}
                   for p, v in results.items() if p != "raygroups"}
-        json_out.write_text(json.dumps({"title": title, "results": results, "ratios": ratios,
-                                        "higher_is_better": {f.key: f.higher_is_better for f in figures}, **extra},
-                                       indent=2))
+        json_out.write_text(json.dumps(_plain({"title": title, "results": results, "ratios": ratios,
+                                               "higher_is_better": {f.key: f.higher_is_better for f in figures},
+                                               **extra}), indent=2))

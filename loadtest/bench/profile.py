@@ -42,9 +42,13 @@ class Profile:
     processes: Counter = field(default_factory=Counter)
 
 
-def read(path: Path, process: str = "") -> Profile:
+def read(path: Path | list[Path], process: str = "", under: str = "") -> Profile:
+    """`process`: keep processes whose command line has it; `under`: keep stacks with a frame that has it."""
     prof = Profile()
-    for line in path.read_text(errors="replace").splitlines():
+    paths = [path] if isinstance(path, Path) else path
+    lines = [line for p in paths for p in (sorted(p.glob("*.raw")) if p.is_dir() else [p])
+             for line in p.read_text(errors="replace").splitlines()]
+    for line in lines:
         stack, _, count = line.rpartition(" ")
         if not stack or not count.isdigit():
             continue
@@ -53,7 +57,7 @@ def read(path: Path, process: str = "") -> Profile:
         if process and process not in root:
             continue
         frames = [f for f in frames if not f.startswith(("process ", "thread "))]
-        if not frames:
+        if not frames or (under and not any(under in f for f in frames)):
             continue
         n = int(count)
         prof.total += n
@@ -75,18 +79,19 @@ def top_table(prof: Profile, n: int, title: str) -> Table:
 
 @app.command("profile-top")
 def profile_top(
-    raw: Path,
+    raw: list[Path] = typer.Argument(..., help="py-spy raw files, or directories of *.raw files"),
     top: int = 10,
     process: str = typer.Option("", help="only processes whose command line contains this (e.g. ray::)"),
+    under: str = typer.Option("", help="only stacks through a frame containing this (e.g. LogDisk._replay)"),
     markdown: bool = typer.Option(False, help="print a Markdown table (for docs/performance.md)"),
 ) -> None:
     """Top functions by self time in a py-spy raw profile (py-spy record -f raw)."""
-    prof = read(raw, process)
+    prof = read(raw, process, under)
     if markdown:
         print("| function (file) | self % | total % |\n|---|---:|---:|")
         for name, count in prof.self_time.most_common(top):
             print(f"| `{name}` | {100 * count / prof.total:.1f} | {100 * prof.inclusive[name] / prof.total:.1f} |")
         return
-    console.print(top_table(prof, top, f"{raw.name}: {prof.total:,} samples"))
+    console.print(top_table(prof, top, f"{' '.join(p.name for p in raw)}: {prof.total:,} samples"))
     for proc, count in prof.processes.most_common(8):
         console.print(f"  {100 * count / prof.total:5.1f}%  {proc}")

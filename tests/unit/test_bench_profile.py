@@ -19,3 +19,5 @@ def test_self_and_total_time_per_function_and_process_filter(tmp_path):
     assert prof.inclusive["main (b/run.py)"] == 9
     only = read(raw, process="ray::")
     assert only.total == 9 and "drive (loadtest/crowd.py)" not in only.self_time
+    through = read(raw, under="shard.py")
+    assert through.total == 9 and through.self_time["pack (x/codec.py)"] == 3
