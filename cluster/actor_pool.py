@@ -146,6 +146,9 @@ class RayActorPool:
         return cls.options(name=name, namespace=self.namespace, scheduling_strategy=strategy, **ACTOR_OPTIONS).remote(*args)
 
     def spawn_gateway(self, name: str, node_id: int, host: str, port: int) -> Any:
+        return self._spawn_gateway(name, node_id, host, port, "DEFAULT")
+
+    def _spawn_gateway(self, name: str, node_id: int, host: str, port: int, strategy: Any) -> Any:
         from cluster.actors.gateway import GatewayActor
 
         # Each incarnation under its own Ray name: after a death Ray did not order (SIGKILL, OOM)
@@ -153,9 +156,21 @@ class RayActorPool:
         incarnation = self._incarnations[name]
         self._incarnations[name] += 1
         ray_name = name if incarnation == 0 else f"{name}.{incarnation}"
-        return GatewayActor.options(name=ray_name, namespace=self.namespace, **ACTOR_OPTIONS).remote(
+        return GatewayActor.options(
+            name=ray_name, namespace=self.namespace, scheduling_strategy=strategy, **ACTOR_OPTIONS
+        ).remote(
             node_id, host, port, self.config, self._controller()
         )
+
+    def spawn_gateway_on(self, name: str, node_id: int, host: str, port: int, node: str) -> Any:
+        """A gateway pinned to `node` (hard: a node's gateway runs there or not at all)."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        return self._spawn_gateway(name, node_id, host, port, NodeAffinitySchedulingStrategy(node_id=node, soft=False))
+
+    def own_node(self) -> str:
+        """The node this process (the controller) runs on."""
+        return ray.get_runtime_context().get_node_id()
 
     async def start_gateway(self, handle: Any, leadership: Leadership) -> tuple[str, int]:
         return await handle.start.remote(leadership)

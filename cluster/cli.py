@@ -49,11 +49,13 @@ def load_config(pairs: list[str], config_file: Path | None, overrides: dict[str,
 
 @app.command()
 def up(
-    host: str = typer.Option("127.0.0.1", help="address the gateways listen on and advertise"),
+    host: str = typer.Option("127.0.0.1", help="address the gateways listen on (0.0.0.0: every interface)"),
+    advertised_host: Optional[str] = typer.Option(None, help="address clients are told to connect to (Kafka's advertised.listeners host); default: --host, or the node's IP when --host is 0.0.0.0"),
     port: int = typer.Option(9092, help="first gateway port (gateway i listens on port+i; 0 picks free ports)"),
-    gateways: Optional[int] = typer.Option(None, help="number of gateways (brokers as clients see them)"),
-    address: Optional[str] = typer.Option(None, help="join this Ray cluster (host:port, or 'auto' for the one `ray start` recorded); without it an embedded Ray starts"),
-    data_dir: Path = typer.Option(Path("raygroups-data"), help="where partition logs live; reused on restart"),
+    gateways: Optional[str] = typer.Option(None, help="gateways (brokers as clients see them): a count, or per-node (one on each Ray node; the default on a multi-node cluster)"),
+    address: Optional[str] = typer.Option(None, help="join this Ray cluster (auto for the one `ray start` recorded, ray://host:port or host:port); without it an embedded Ray starts"),
+    data_dir: Optional[Path] = typer.Option(None, help="where partition logs live; reused on restart [default: raygroups-data]"),
+    shared_data_dir: Optional[Path] = typer.Option(None, help="the data directory, on storage every Ray node mounts (NFS, a shared volume); required on more than one node"),
     coordinators: Optional[int] = typer.Option(None, help="group coordinator actors"),
     share_coordinators: Optional[int] = typer.Option(None, help="share coordinator actors"),
     partition_leaders: Optional[int] = typer.Option(None, help="partition leader actors"),
@@ -65,7 +67,7 @@ def up(
         config,
         config_file,
         {
-            "raygroups.gateways": gateways,
+            "raygroups.gateways": _gateway_count(gateways),
             "raygroups.coordinators": coordinators,
             "raygroups.share.coordinators": share_coordinators,
             "raygroups.partition.leaders": partition_leaders,
@@ -73,11 +75,18 @@ def up(
     )
     if port < 0 or port > 65535:
         fail(f"--port must be 0..65535, got {port}")
+    if data_dir is not None and shared_data_dir is not None and data_dir.resolve() != shared_data_dir.resolve():
+        fail("give --data-dir or --shared-data-dir, not two different directories")
+    data_dir = shared_data_dir or data_dir or Path("raygroups-data")
     host, port = _client_listener_address(cfg, host, port)
-    from cluster.launcher import start_cluster
+    cfg = _advertised(cfg, advertised_host)
+    from cluster.launcher import RayJoinError, start_cluster
 
     try:
-        cluster = start_cluster(cfg, data_dir, host=host, port=port, address=address)
+        cluster = start_cluster(cfg, data_dir, host=host, port=port, address=address,
+                                shared_data_dir=shared_data_dir is not None)
+    except RayJoinError as exc:
+        fail(str(exc))
     except Exception as exc:
         fail(f"cluster did not start: {_one_line(exc)}")
     # After ray.init: Ray installs its own SIGTERM handler, which would kill us mid-shutdown.
@@ -100,6 +109,29 @@ def up(
         err.print("stopping…")
         cluster.stop()
         err.print("stopped")
+
+
+def _gateway_count(text: str | None) -> int | str | None:
+    from cluster.config import SETTINGS
+
+    if text is None:
+        return None
+    try:
+        return SETTINGS["raygroups.gateways"].parse(text)
+    except ValueError as exc:
+        fail(f"--gateways: {exc}")
+
+
+def _advertised(cfg: Config, advertised_host: str | None) -> Config:
+    from cluster.advertised import parse_advertised, with_advertised_host
+
+    try:
+        if advertised_host is not None:
+            cfg = with_advertised_host(cfg, advertised_host)
+        parse_advertised(cfg["advertised.listeners"])
+    except ValueError as exc:
+        fail(str(exc))
+    return cfg
 
 
 def _client_listener_address(cfg: Config, host: str, port: int) -> tuple[str, int]:

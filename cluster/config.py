@@ -45,6 +45,17 @@ def _positive(text: str) -> int:
     return value
 
 
+def _gateway_count(text: str) -> int | str:
+    """auto (one per node on a multi-node cluster, else one), per-node, or a positive count."""
+    value = text.strip().lower()
+    if value in ("auto", "per-node"):
+        return value
+    try:
+        return _positive(value)
+    except ValueError:
+        raise ValueError(f"expected auto, per-node or a positive integer, got {text!r}") from None
+
+
 def _non_negative(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -102,7 +113,9 @@ SETTINGS: dict[str, Setting] = {
         Setting("raygroups.coordinators", 2, _positive, "group coordinator actors"),
         Setting("raygroups.share.coordinators", 2, _positive, "share coordinator actors"),
         Setting("raygroups.partition.leaders", 2, _positive, "partition leader actors"),
-        Setting("raygroups.gateways", 1, _positive, "gateways (Kafka brokers as clients see them)"),
+        Setting("raygroups.gateways", "auto", _gateway_count,
+                "gateways (Kafka brokers as clients see them): a count, per-node (one on each Ray node), or "
+                "auto (per-node when the Ray cluster has more than one node, else 1)"),
         Setting("raygroups.actor.replace", True, _bool, "start a replacement when an actor dies"),
         Setting("raygroups.load.timeout.ms", 120_000, _positive,
                 "how long the controller waits for an actor to load partitions before it retries the load"),
@@ -119,6 +132,9 @@ SETTINGS: dict[str, Setting] = {
         Setting("listeners", "", str,
                 "the client listener, NAME://host:port (one per gateway; gateway i on port+i); empty: "
                 "PLAINTEXT on --host/--port"),
+        Setting("advertised.listeners", "", str,
+                "the address clients are given for the client listener, NAME://host:port (gateway i on port+i; "
+                "port 0: the port bound); empty: the listener's host, or the node's IP when it binds every interface"),
         Setting("listener.security.protocol.map",
                 "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", str,
                 "listener name to security protocol"),

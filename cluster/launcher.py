@@ -11,7 +11,7 @@ from typing import Any
 from cluster.clients.controller import CONTROLLER_NAME, ControllerClient
 from cluster.config import Config
 
-__all__ = ["CONTROLLER_NAME", "RunningCluster", "start_cluster", "start_ray"]
+__all__ = ["CONTROLLER_NAME", "RayJoinError", "RunningCluster", "start_cluster", "start_ray"]
 
 
 @dataclass
@@ -59,23 +59,103 @@ def raise_open_files_limit() -> None:
             pass  # keep what we have; Ray warns if it is too low
 
 
+class RayJoinError(Exception):
+    """Why the Ray cluster named by --address cannot be used, in one line."""
+
+
 def start_ray(namespace: str, address: str | None) -> None:
     """Join the Ray cluster at `address`, or start one inside this process.
 
     Without an address, `ray.init()` joins whatever cluster a `ray start` on this machine last
-    recorded, and hangs when that cluster is gone; "local" always starts a fresh one.
+    recorded, and hangs when that cluster is gone; "local" always starts a fresh one. An address
+    is probed first, since `ray.init` waits a long while for a cluster that does not answer.
     """
     import ray
 
+    if address:
+        check_reachable(address)
     raise_open_files_limit()  # before Ray starts: its processes inherit the limit
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
-    ray.init(
-        address=address or "local",
-        namespace=namespace,
-        include_dashboard=False,
-        log_to_driver=False,
-        logging_level=logging.WARNING,
-    )
+    try:
+        ray.init(
+            address=address or "local",
+            namespace=namespace,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+        )
+    except (RuntimeError, ConnectionError) as exc:
+        raise RayJoinError(version_mismatch(address, str(exc)) or f"could not join the Ray cluster at {address}: {_last_line(exc)}") from None
+
+
+PROBE_SECONDS = 5.0
+RAY_CLIENT_PORT = 10001
+
+
+def probe_target(address: str) -> tuple[str, int]:
+    """The host and port that answer for `address` when a cluster runs there."""
+    if address == "auto":
+        from ray._private.services import canonicalize_bootstrap_address_or_die
+
+        try:
+            address = canonicalize_bootstrap_address_or_die("auto")
+        except (ConnectionError, ValueError) as exc:
+            raise RayJoinError(f"--address auto: no Ray cluster runs on this machine ({_last_line(exc)})") from None
+    default_port = None
+    if address.startswith("ray://"):
+        address, default_port = address[len("ray://"):], RAY_CLIENT_PORT
+    host, colon, port = address.rpartition(":")
+    if not colon:
+        host, port = address, str(default_port or "")
+    if not port.isdigit() or not host:
+        raise RayJoinError(f"--address {address!r}: expected auto, ray://host[:port] or host:port")
+    return host.strip("[]"), int(port)
+
+
+def check_reachable(address: str, timeout: float = PROBE_SECONDS) -> None:
+    import socket
+
+    host, port = probe_target(address)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        reason = "no answer in time" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise RayJoinError(f"no Ray cluster answers at {host}:{port} ({reason}); start one with `ray start --head` or check --address") from None
+
+
+def version_mismatch(address: str | None, message: str) -> str | None:
+    """Ray's multi-line version mismatch as one line naming both sides' versions."""
+    import re
+    import sys
+
+    import ray
+
+    if "Version mismatch" not in message:
+        return None
+    found = re.search(r"Ray:\s*(\S+)\s*Python:\s*(\S+)", message)
+    theirs = f"Ray {found.group(1)} on Python {found.group(2)}" if found else "another Ray or Python version"
+    ours = f"Ray {ray.__version__} on Python {'.'.join(map(str, sys.version_info[:3]))}"
+    return f"the Ray cluster at {address} runs {theirs}; this raygroups needs {ours} (install the same on every node)"
+
+
+def _last_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[-1] if lines else type(exc).__name__
+
+
+def alive_nodes() -> int:
+    import ray
+
+    return sum(1 for n in ray.nodes() if n.get("Alive"))
+
+
+def check_shared_storage(nodes: int, shared: bool) -> None:
+    if nodes > 1 and not shared:
+        raise RayJoinError(
+            f"this Ray cluster has {nodes} nodes: give --shared-data-dir DIR, a directory every node mounts "
+            "(NFS, a shared volume); without it a partition moved to another node finds no log there and "
+            "its records, committed offsets and share-group state are lost"
+        )
 
 
 def start_cluster(
@@ -84,6 +164,7 @@ def start_cluster(
     host: str = "127.0.0.1",
     port: int = 9092,
     address: str | None = None,
+    shared_data_dir: bool = False,
 ) -> RunningCluster:
     import ray
 
@@ -95,6 +176,12 @@ def start_cluster(
     owns_ray = not ray.is_initialized()
     if owns_ray:
         start_ray(namespace, address)
+    try:
+        check_shared_storage(alive_nodes(), shared_data_dir)
+    except BaseException:
+        if owns_ray:
+            ray.shutdown()
+        raise
     from cluster.actors.controller import ControllerActor
 
     controller = ControllerClient.spawn(ControllerActor, config, Path(data_dir).resolve(), host, port, namespace)

@@ -29,7 +29,8 @@ from cluster.actor_pool import LEADERSHIP_FOLLOWERS, ActorPool, NodeAwarePool, N
 from cluster.actor_state import ActorEntry, ActorState
 from cluster.actors.common import ActorKind, kind_for_topic
 from cluster.config import Config
-from cluster.leadership import GatewayAddress, Leadership
+from cluster.gateway_slots import GatewayKeeper
+from cluster.leadership import Leadership
 from cluster.metadata import ClusterMetadata
 from cluster.placement import LiveActor, RebalancePolicy, actors_by_node, desired_leadership, missing_actors
 from cluster.placement import rebalance, rebalance_due, retry_delay
@@ -89,6 +90,7 @@ class Reconciler:
         self.moved_at: dict[TP, float] = {}  # when each partition last changed leader (clock)
         self.rebalance_policy = RebalancePolicy()
         self._rebalance_at: float | None = None
+        self.gateways = GatewayKeeper(self)
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -116,7 +118,7 @@ class Reconciler:
 
     def _next_due(self) -> float | None:
         times = [f.retry_at for f in self.failed_loads.values()]
-        times += [e.restart_at for e in self.actors.values() if e.kind is ActorKind.GATEWAY and e.state is ActorState.DEAD]
+        times += self.gateways.restart_times()
         times += [self._spawn_at[k] for k in self._missing() if k in self._spawn_at]
         if self.membership is not None:
             times.append(self.membership.next_poll)
@@ -132,9 +134,7 @@ class Reconciler:
         now = self.clock()
         await self._poll_nodes(now)
         if not self.stopping:
-            for entry in list(self.actors.values()):
-                if entry.kind is ActorKind.GATEWAY and entry.state is ActorState.DEAD and entry.restart_at <= now:
-                    self._restart_gateway(entry)
+            await self.gateways.step(now)
             for kind, per_node in self._missing().items():
                 if self._spawn_at.get(kind, 0.0) <= now:
                     for node, count in per_node.items():
@@ -326,45 +326,6 @@ class Reconciler:
         entry.move_to(ActorState.READY)
         handle = entry.handle
         self._watchers[entry.name] = asyncio.get_running_loop().create_task(self._watch(entry, handle))
-
-    def spawn_gateway(self, node_id: int, host: str, port: int) -> ActorEntry:
-        name = f"gateway-{node_id}"
-        handle = self.pool.spawn_gateway(name, node_id, host, port)
-        entry = ActorEntry(name, ActorKind.GATEWAY, handle, gateway=GatewayAddress(node_id, host, port))
-        self.actors[name] = entry
-        return entry
-
-    async def start_gateway(self, entry: ActorEntry) -> None:
-        host, port = await self.pool.start_gateway(entry.handle, self.snapshot())
-        entry.gateway = GatewayAddress(entry.gateway.node_id, host, port)
-        await self._await_ready(entry)
-        await self.publish()
-
-    def _restart_gateway(self, entry: ActorEntry) -> None:
-        """A broker restart as clients see it: same node id, same port."""
-        address = entry.gateway
-        entry.move_to(ActorState.RESTARTING)
-        entry.handle = self.pool.spawn_gateway(entry.name, address.node_id, address.host, address.port)
-        entry.started_at = time.time()
-        self._track(self._restart(entry))
-
-    async def _restart(self, entry: ActorEntry) -> None:
-        handle = entry.handle
-        try:
-            await self.start_gateway(entry)
-        except Exception as exc:
-            entry.failed_restarts += 1
-            delay = retry_delay(entry.failed_restarts)
-            log.warning("%s did not restart (%d tries), again in %.1f s: %s", entry.name, entry.failed_restarts, delay, exc)
-            try:
-                self.pool.kill(handle)
-            except Exception:
-                pass
-            self.died(entry, handle, quiet=True)
-            entry.restart_at = self.clock() + delay
-            return
-        entry.failed_restarts = 0
-        self.event("gateway-restarted", f"{entry.name} listening again on {entry.gateway.host}:{entry.gateway.port}")
 
     async def _watch(self, entry: ActorEntry, handle: Any) -> None:
         await self.pool.watch(handle)

@@ -105,12 +105,10 @@ class Controller:
         await asyncio.gather(*(rec.bring_up(entry) for entry in spawned))
         async with rec.lock:
             await rec.step(reason="startup")
-        gateways = [
-            rec.spawn_gateway(node_id, self.host, self.base_port + node_id if self.base_port else 0)
-            for node_id in range(self.config["raygroups.gateways"])
-        ]
+        own_node = getattr(self.pool, "own_node", lambda: None)()
+        gateways = rec.gateways.plan_start(self.host, self.base_port, own_node)
         # A gateway that cannot listen (its port is taken) fails the start: the operator asked for it.
-        await asyncio.gather(*(rec.start_gateway(entry) for entry in gateways))
+        await asyncio.gather(*(rec.gateways.start(entry) for entry in gateways))
         self._event("ready", f"{len(self.actors)} actors, {len(self.leaders)} partitions led")
         self._loop_task = asyncio.get_running_loop().create_task(rec.run())
         return [f"{e.gateway.host}:{e.gateway.port}" for e in gateways if e.gateway]

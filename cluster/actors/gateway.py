@@ -7,6 +7,7 @@ from typing import Any
 import ray
 
 from cluster.actors.common import ActorKind, identity, setup_logging, wait_forever
+from cluster.advertised import advertised_address
 from cluster.config import Config
 from cluster.gateway.auth.client_listener import client_listener
 from cluster.gateway.auth.session import ListenerKind, Session
@@ -46,7 +47,8 @@ class GatewayActor:
         )
         self.port = self.server.sockets[0].getsockname()[1]
         await self._serve_operators()
-        return self.host, self.port
+        # Clients are told the advertised address, which may differ from the one bound (containers).
+        return advertised_address(self.config, self.host, self.port, self.node_id, ray.util.get_node_ip_address())
 
     async def _serve_operators(self) -> None:
         """The operator API's own listener (localhost by default): the client listener refuses it."""

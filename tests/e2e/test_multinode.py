@@ -35,7 +35,8 @@ def nodes():
 
 @pytest.fixture(scope="module")
 def raygroups(nodes, tmp_path_factory):
-    proc = ClusterProcess(tmp_path_factory.mktemp("multinode"), "--address", nodes.address,
+    data_dir = tmp_path_factory.mktemp("multinode")  # this machine's disk: shared by every node
+    proc = ClusterProcess(data_dir, "--address", nodes.address, "--shared-data-dir", str(data_dir),
                           "--config", "group.initial.rebalance.delay.ms=300").start()
     yield proc
     proc.stop()
