@@ -1,0 +1,107 @@
+"""admin_call over SASL (issue 10): a super user operates over a client listener, PLAIN or SCRAM, in
+TLS or not; anyone else is refused before the operator API runs; a wrong password never reaches it."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import msgpack
+import pytest
+import trustme
+
+from cluster.admin_client import AdminError, Security, admin_call
+from cluster.config import Config
+from cluster.gateway.apis import ADMIN_API_KEY
+from cluster.gateway.auth.client_listener import client_listener
+from cluster.gateway.auth.credentials import CredentialStore, path_in
+from cluster.gateway.auth.scram import make_credential
+from cluster.gateway.gateway import Gateway
+from cluster.gateway.handlers import HANDLERS
+from cluster.gateway.server import serve
+
+
+class Listener:
+    """A gateway serving one SASL client listener on a loop in a thread; its operator API records."""
+
+    def __init__(self, tmp_path, tls: bool) -> None:
+        store = CredentialStore(path_in(tmp_path))
+        for name in ("admin", "alice"):
+            store.change(upserts=[(name, make_credential(m, f"{name}-pw")) for m in ("SCRAM-SHA-256", "SCRAM-SHA-512")])
+        self.calls: list[dict] = []
+        gw = Gateway.__new__(Gateway)
+        gw._handlers = {**HANDLERS, ADMIN_API_KEY: self._operate}
+        gw.super_users = frozenset({"User:admin"})
+        gw.operator_address = None
+        gw.sasl_mechanisms = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+        gw.credentials = store
+        settings = {"listeners": ("SASL_SSL" if tls else "SASL_PLAINTEXT") + "://127.0.0.1:0"}
+        self.ca_file = None
+        if tls:
+            ca = trustme.CA()
+            keystore = tmp_path / "keystore.pem"
+            cert = ca.issue_cert("127.0.0.1")
+            keystore.write_bytes(b"".join(b.bytes() for b in cert.cert_chain_pems) + cert.private_key_pem.bytes())
+            self.ca_file = str(tmp_path / "ca.pem")
+            ca.cert_pem.write_to_path(self.ca_file)
+            settings["ssl.keystore.location"] = str(keystore)
+        self.listener = client_listener(Config(settings))
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(self.loop)
+            self.server, _ = self.loop.run_until_complete(
+                serve(gw.dispatch, "127.0.0.1", 0, 1 << 20, new_session=self.listener.new_session, ssl=self.listener.ssl))
+            ready.set()
+            self.loop.run_forever()
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        ready.wait(10)
+        self.address = f"127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    def _operate(self, gw, request) -> bytes:
+        self.calls.append({"principal": request.session.principal, **msgpack.unpackb(request.body)})
+        return msgpack.packb({"ok": True, "result": "done"})
+
+    def security(self, user: str, mechanism: str, password: str | None = None) -> Security:
+        return Security(self.listener.protocol.value, mechanism, user, password or f"{user}-pw", self.ca_file)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.server.close)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+@pytest.fixture(params=[False, True], ids=["sasl_plaintext", "sasl_ssl"])
+def listener(tmp_path, request):
+    served = Listener(tmp_path, request.param)
+    yield served
+    served.stop()
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_a_super_user_operates_over_sasl(listener, mechanism):
+    assert admin_call(listener.address, "kill", security=listener.security("admin", mechanism), name="x") == "done"
+    assert listener.calls == [{"principal": "User:admin", "op": "kill", "args": {"name": "x"}}]
+
+
+def test_another_user_is_refused_and_nothing_runs(listener):
+    with pytest.raises(AdminError, match="operator listener or to a super user"):
+        admin_call(listener.address, "kill", follow=False, security=listener.security("alice", "SCRAM-SHA-256"), name="x")
+    assert listener.calls == []
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
+def test_a_wrong_password_fails_authentication(listener, mechanism):
+    with pytest.raises(AdminError, match="SASL authentication failed"):
+        admin_call(listener.address, "kill", security=listener.security("admin", mechanism, "nope"), name="x")
+    assert listener.calls == []
+
+
+def test_without_credentials_the_request_is_closed_unanswered(listener):
+    security = None if listener.ca_file is None else Security("SSL", ca_file=listener.ca_file)
+    with pytest.raises(AdminError, match="cannot reach"):
+        admin_call(listener.address, "kill", follow=False, security=security, name="x")
+    assert listener.calls == []
