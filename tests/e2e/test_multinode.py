@@ -37,18 +37,31 @@ def nodes():
 def raygroups(nodes, tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("multinode")  # this machine's disk: shared by every node
     proc = ClusterProcess(data_dir, "--address", nodes.address, "--shared-data-dir", str(data_dir),
-                          "--config", "group.initial.rebalance.delay.ms=300").start()
+                          "--gateways", "per-node", "--config", "group.initial.rebalance.delay.ms=300").start()
     yield proc
     proc.stop()
 
 
-def actors(proc) -> list[dict]:
-    return [a for a in admin_call(proc.bootstrap, "actors") if a["alive"] and a["kind"] in WORKERS]
+def head(proc) -> str:
+    """Broker 0, the gateway on the controller's (head) node: it outlives every worker node."""
+    return proc.bootstrap.split(",")[0]
+
+
+def actors(proc, kinds=WORKERS) -> list[dict]:
+    return [a for a in admin_call(head(proc), "actors") if a["alive"] and a["kind"] in kinds]
+
+
+def brokers(bootstrap: str) -> set[tuple[str, int]]:
+    """The brokers Metadata names, as a client sees them."""
+    from confluent_kafka.admin import AdminClient
+
+    found = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).brokers.values()
+    return {(b.host, b.port) for b in found}
 
 
 def leader_nodes(proc, topic: str) -> dict[int, str]:
     node_of = {a["name"]: a["node_id"] for a in actors(proc)}
-    return {l["partition"]: node_of.get(l["actor"], "") for l in admin_call(proc.bootstrap, "status")["leaders"] if l["topic"] == topic}
+    return {l["partition"]: node_of.get(l["actor"], "") for l in admin_call(head(proc), "status")["leaders"] if l["topic"] == topic}
 
 
 def wait_for(check, timeout: float, what: str):
@@ -64,13 +77,17 @@ def wait_for(check, timeout: float, what: str):
 def test_actors_on_every_node_a_node_lost_and_one_added(nodes, raygroups, tmp_path):
     node_ids = {n.node_id for n in [nodes.head_node, *nodes.worker_nodes]}
     wait_for(lambda: all({a["node_id"] for a in actors(raygroups) if a["kind"] == k} == node_ids for k in WORKERS), 60, "an actor of each kind on every node")
+    gateways = {a["node_id"]: a["address"] for a in actors(raygroups, ("gateway",))}
+    assert set(gateways) == node_ids and len(set(gateways.values())) == 3  # one per node, distinct ports
+    assert brokers(head(raygroups)) == {(h, int(p)) for h, p in (a.rsplit(":", 1) for a in gateways.values())}
 
     topic, group = "multi", "multi-group"
     create_topic(raygroups.bootstrap, topic, PARTITIONS)
     wait_for(lambda: set(leader_nodes(raygroups, topic).values()) == node_ids, 30, "the topic's partitions on every node")
     first = records(300, PARTITIONS, "a")
-    confluent_produce(raygroups.bootstrap, topic, first)
-    consumer = ConsumerProcess(raygroups.bootstrap, group, topic, tmp_path / "out.txt", session_ms=10000)
+    confluent_produce(head(raygroups), topic, first)
+    # Through the head's gateway; Metadata spreads partitions over every node's gateway.
+    consumer = ConsumerProcess(head(raygroups), group, topic, tmp_path / "out.txt", session_ms=10000)
     try:
         wait_for(lambda: len(set(consumer.consumed())) >= len(first), 90, "the first records consumed")
 
@@ -84,9 +101,12 @@ def test_actors_on_every_node_a_node_lost_and_one_added(nodes, raygroups, tmp_pa
         # Every partition led by an actor alive on a live node (a dead leader maps to no node).
         wait_for(lambda: (lambda l: len(l) == PARTITIONS and set(l.values()) <= live_nodes)(leader_nodes(raygroups, topic)), 60, "the lost node's partitions on live actors")
         moved_after_loss = time.time() - lost_at
+        # The lost node's gateway is no longer a broker: clients are not sent to a node that is gone.
+        survivors = {(h, int(p)) for n, a in gateways.items() if n != victim.node_id for h, p in [a.rsplit(":", 1)]}
+        wait_for(lambda: brokers(head(raygroups)) == survivors, 10, "Metadata without the lost node's gateway")
 
         second = records(300, PARTITIONS, "b")
-        confluent_produce(raygroups.bootstrap, topic, second)
+        confluent_produce(head(raygroups), topic, second)
         wait_for(lambda: len(set(consumer.consumed())) >= len(first) + len(second), 90, "records produced after the loss consumed")
         consumed = consumer.consumed()
         per_partition = {}
@@ -100,8 +120,10 @@ def test_actors_on_every_node_a_node_lost_and_one_added(nodes, raygroups, tmp_pa
         added = nodes.add_node(num_cpus=1)
         wait_for(lambda: added.node_id in leader_nodes(raygroups, topic).values(), 90, "partitions on the new node")
         moved_after_join = time.time() - joined_at
+        wait_for(lambda: added.node_id in {a["node_id"] for a in actors(raygroups, ("gateway",))}, 30, "a gateway on the new node")
+        wait_for(lambda: len(brokers(head(raygroups))) == 3, 10, "the new node's gateway in Metadata")
         third = records(120, PARTITIONS, "c")
-        confluent_produce(raygroups.bootstrap, topic, third)
+        confluent_produce(head(raygroups), topic, third)
         wait_for(lambda: len(set(consumer.consumed())) >= len(first) + len(second) + len(third), 90, "records produced after the join consumed")
         print(f"\nFIGURES partitions moved after node loss {moved_after_loss:.1f} s, after node join {moved_after_join:.1f} s")
     finally:
