@@ -149,7 +149,7 @@ class ShareWorld:
             part = self.partitions[tpi]
             part.epoch += 1  # a new leader: it reads the durable state at a newer leader epoch
             self.trace.append(f"leader of p{tpi} fails over (epoch {part.epoch})")
-            self.manager.drop_partition(part.topic, part.partition)
+            self._in_loop(self.manager.drop_partition, part.topic, part.partition)
         else:
             tpi = self.rng.randrange(len(TOPICS))
             part = self.partitions[tpi]
@@ -277,11 +277,20 @@ class ShareWorld:
                 if ack.acknowledge_types[0] in (A.ACCEPT, A.REJECT):
                     self.ledger.done[tpi].add(offset)
 
+    def _in_loop(self, fn, *args):
+        """Call fn as the gateway does, inside the running loop: the writes it queues are tasks of
+        this world's loop (outside it, asyncio would put them on another loop that never runs)."""
+
+        async def call():
+            return fn(*args)
+
+        return self.loop.run_until_complete(call())
+
     def _close(self, member: ShareMember) -> None:
         """The member's share session closes: the gateway releases what it holds everywhere."""
         self.trace.append(f"{member.name} closes its session")
         before = {tpi: share_checks.held_states(self.host(tpi), member.name) for tpi in range(len(TOPICS))}
-        self.manager.release(GROUP, member.name, [(t, p) for t, p, _ in TOPICS])
+        self._in_loop(self.manager.release, GROUP, member.name, [(t, p) for t, p, _ in TOPICS])
         for tpi, held in before.items():
             share_checks.released_with_delivery_given_back(self.host(tpi), tpi, held)
         self.ledger.drop_member(member.name)
