@@ -97,7 +97,8 @@ class ClusterProcess:
         cmd = [
             sys.executable, "-m", "cluster.cli", "up",
             "--host", self.host, "--port", str(self.port), "--gateways", str(self.spec.gateways),
-            "--data-dir", str(self.data_dir),
+            # The Ray nodes here all see this machine's disk: it is the shared data directory.
+            "--shared-data-dir" if self.spec.nodes > 1 else "--data-dir", str(self.data_dir),
             "--coordinators", str(self.spec.coordinators),
             "--share-coordinators", str(self.spec.share_coordinators),
             "--partition-leaders", str(self.spec.partition_leaders),
