@@ -1,8 +1,9 @@
 """SASL over TLS on a live cluster (issue 10): a user added before start with `raygroups user add`,
 a SASL_SSL listener with PEM key material; confluent-kafka produces and consumes with PLAIN,
 SCRAM-SHA-256 and SCRAM-SHA-512, kafka-python consumes with SCRAM; a wrong password is refused;
-a request before SASL closes the connection; the operator API serves a super user on the client
-listener only after SASL."""
+a request before SASL closes the connection; SCRAM users managed with AdminClient by a super user
+(alter_user_scram_credentials, describe); the operator API over SASL for a super user only
+(admin_call with a Security); aiokafka with PLAIN and SCRAM."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import ssl
 import socket
 import struct
 import subprocess
+import time
 import uuid
 
 import pytest
@@ -106,3 +108,86 @@ def test_a_request_before_sasl_closes_the_connection(secure):
     with tls_socket(secure) as sock:
         sock.sendall(struct.pack(">i", len(metadata_v1)) + metadata_v1)
         assert sock.recv(4) == b""  # closed, nothing answered
+
+
+def test_a_super_user_manages_scram_users_with_the_admin_client(secure):
+    from confluent_kafka.admin import (ScramCredentialInfo, ScramMechanism, UserScramCredentialDeletion,
+                                       UserScramCredentialUpsertion)
+
+    admin = AdminClient(conf(secure, "SCRAM-SHA-256", "admin", "admin-pw"))
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192)
+    futures = admin.alter_user_scram_credentials([UserScramCredentialUpsertion("carol", info, b"carol-pw")])
+    futures["carol"].result(30)
+    carol = AdminClient(conf(secure, "SCRAM-SHA-512", "carol", "carol-pw"))
+    assert carol.list_topics(timeout=30).brokers  # the new user authenticates
+    described = admin.describe_user_scram_credentials().result(30)
+    assert {"alice", "admin", "carol"} <= set(described)
+    assert [(i.mechanism, i.iterations) for i in described["carol"].scram_credential_infos] == [(ScramMechanism.SCRAM_SHA_512, 8192)]
+    with pytest.raises(KafkaException, match="(?i)authoriz"):  # not a super user
+        carol.alter_user_scram_credentials([UserScramCredentialUpsertion("mallory", info, b"pw")])["mallory"].result(30)
+    # A refused describe (Kafka's top-level CLUSTER_AUTHORIZATION_FAILED) is left to the unit tests:
+    # librdkafka 2.16.1 crashes the process on that answer (Kafka's own), a client bug.
+    deletion = UserScramCredentialDeletion("carol", ScramMechanism.SCRAM_SHA_512)
+    admin.alter_user_scram_credentials([deletion])["carol"].result(30)
+    assert "carol" not in admin.describe_user_scram_credentials().result(30)
+    with pytest.raises(KafkaException):
+        AdminClient(conf(secure, "SCRAM-SHA-512", "carol", "carol-pw")).list_topics(timeout=10)
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_aiokafka_produces_and_consumes(secure, mechanism):
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.helpers import create_ssl_context
+
+    topic = f"aio-{mechanism.lower()}"
+    settings = dict(bootstrap_servers=secure.bootstrap, security_protocol="SASL_SSL", sasl_mechanism=mechanism,
+                    sasl_plain_username="alice", sasl_plain_password="alice-pw",
+                    ssl_context=create_ssl_context(cafile=secure.ca_file))
+
+    async def scenario() -> list[bytes]:
+        producer = AIOKafkaProducer(**settings)
+        await producer.start()
+        try:
+            for i in range(5):
+                await producer.send_and_wait(topic, f"a{i}".encode())
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(topic, group_id=f"g-{uuid.uuid4()}", auto_offset_reset="earliest", **settings)
+        await consumer.start()
+        got = []
+        try:
+            async for message in consumer:
+                got.append(message.value)
+                if len(got) == 5:
+                    break
+        finally:
+            await consumer.stop()
+        return got
+
+    assert asyncio.run(asyncio.wait_for(scenario(), 90)) == [f"a{i}".encode() for i in range(5)]
+
+
+def test_a_super_users_kill_over_sasl_works_another_users_is_refused(secure):
+    from cluster.admin_client import AdminError, Security, admin_call
+
+    def as_user(user: str) -> Security:
+        return Security("SASL_SSL", "SCRAM-SHA-512", user, f"{user}-pw", secure.ca_file)
+
+    before = {a["name"]: a for a in admin_call(secure.bootstrap, "actors", security=as_user("admin"))}
+    victim = next(name for name in before if name.startswith("partition-leader"))
+    with pytest.raises(AdminError, match="super user"):
+        admin_call(secure.bootstrap, "kill", follow=False, security=as_user("alice"), name=victim)
+    after = {a["name"]: a for a in admin_call(secure.bootstrap, "actors", security=as_user("admin"))}
+    assert after[victim]["alive"] and after[victim].get("pid") == before[victim].get("pid")
+    admin_call(secure.bootstrap, "kill", security=as_user("admin"), name=victim)
+    deadline = time.monotonic() + 60  # the reconciler notices the death and restarts the actor
+    while time.monotonic() < deadline:
+        now = {a["name"]: a for a in admin_call(secure.bootstrap, "actors", security=as_user("admin"))}
+        entry = now.get(victim, {})
+        if not entry.get("alive") or entry.get("pid") != before[victim].get("pid"):
+            break
+        time.sleep(0.5)
+    else:
+        pytest.fail(f"{victim} was not killed")
