@@ -12,13 +12,14 @@ import sys
 import threading
 import time
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from cluster.admin_client import AdminError, admin_call
+from cluster.admin_client import AdminError, Security, admin_call
 from cluster.config import Config, ConfigError
 
 app = typer.Typer(
@@ -152,9 +153,33 @@ def _client_listener_address(cfg: Config, host: str, port: int) -> tuple[str, in
     return listener.host or host, listener.port
 
 
+# How the operator commands authenticate on a client listener, with a Kafka client's setting names
+# (security.protocol, sasl.mechanism, sasl.username, sasl.password, ssl.ca.location) as environment
+# variables, so that a password never sits on a command line.
+_SECURITY_ENV = {
+    "protocol": "RAYGROUPS_SECURITY_PROTOCOL",
+    "mechanism": "RAYGROUPS_SASL_MECHANISM",
+    "username": "RAYGROUPS_SASL_USERNAME",
+    "password": "RAYGROUPS_SASL_PASSWORD",
+    "ca_file": "RAYGROUPS_SSL_CA_LOCATION",
+}
+
+
+def operator_security(env: Mapping[str, str]) -> Security | None:
+    given = {field: env[name] for field, name in _SECURITY_ENV.items() if env.get(name)}
+    if not given:
+        return None
+    security = Security(**given)
+    if security.protocol.upper() not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+        fail(f"RAYGROUPS_SECURITY_PROTOCOL must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, got {security.protocol!r}")
+    if security.sasl and not (security.username and security.password):
+        fail("RAYGROUPS_SASL_USERNAME and RAYGROUPS_SASL_PASSWORD are needed with a SASL security protocol")
+    return security
+
+
 def _admin(bootstrap: str, op: str, **args: Any) -> Any:
     try:
-        return admin_call(bootstrap, op, **args)
+        return admin_call(bootstrap, op, security=operator_security(os.environ), **args)
     except AdminError as exc:
         fail(str(exc))
 
