@@ -62,12 +62,14 @@ def _redelivered(run: RunData) -> dict[Record, ShareRecord]:
 
 
 def _vacuous(ack: Row, earlier: list[Row]) -> bool:
-    """An acknowledgement sent after another member's was durably answered: the record is already
-    complete (below the start offset), and Kafka skips such offsets and answers NONE, so that NONE
-    proves nothing about who held it."""
-    sent = asked_at(ack)
+    """An acknowledgement answered after another member's successful ACCEPT/REJECT was: the broker
+    may have completed the record first (it is then below the start offset, and Kafka skips such
+    offsets and answers NONE), so that NONE proves nothing about who held it. Answers on two
+    connections reach their clients in either order, so the other answer need not have arrived
+    before this one was sent (under load CI saw the NONE sent 1.5 s before it, answered after)."""
     return any(
-        e["error"] == "NONE" and e["member"] != ack["member"] and e["ack_type"] in ("ACCEPT", "REJECT") and e["time"] <= sent
+        e["error"] == "NONE" and e["member"] != ack["member"] and e["ack_type"] in ("ACCEPT", "REJECT")
+        and e["time"] <= ack["time"]
         for e in earlier
     )
 

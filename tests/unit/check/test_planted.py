@@ -173,3 +173,17 @@ def test_a_group_that_did_not_read_to_the_end_is_an_incomplete_read(builder, tmp
     assert [(r["kind"], r["group"], r["state"]) for r in verdict.evidence] == [("drained", SHARE, "timeout")]
     lost_write = judge(builder, tmp_path / "again").verdict("lost-write")
     assert "1 group not read to the end not judged" in lost_write.summary  # only billing-0 judged
+
+
+def test_an_acknowledgement_answered_after_another_members_accept_proves_no_double_hold(builder, tmp_path):
+    # S1's lock on orders-1@5 expired; S0 got it (count 2) and ACCEPTed it; S1's late ACCEPT was
+    # sent before S0's answer arrived but reached the broker after the record was done: Kafka skips
+    # it and answers NONE, which says nothing about S1 still holding the record.
+    t = produced_at(1, 5)
+    builder.remove(lambda r: r["kind"] == "ack" and (r["partition"], r["offset"]) == (1, 5))
+    builder.share_delivery(S0, 1, 5, 2, t + 16.0)
+    builder.ack(S0, 1, 5, 2, "ACCEPT", t + 16.5)
+    builder.add("ack", t + 16.6, t + 15.0, role="share", member=S1, group=SHARE, topic=TOPIC,
+                partition=1, offset=5, delivery_count=1, ack_type="ACCEPT", error="NONE")
+    result = judge(builder, tmp_path)
+    assert result.ok, {v.name: v.summary for v in result.verdicts if v.status != "pass"}
