@@ -12,14 +12,17 @@ worse than refusing to load it.
 Some record types are *transient*: replayed into memory like any other so that state changes
 only through replay, but never written, because Kafka keeps that state in memory only (e.g. a
 classic member waiting in JoinGroup). They are lost on failover exactly as in Kafka.
+
+Speed (issue 12): replay decodes every record of a log, so each record type gets its msgspec
+encoder/decoder once, at registration, instead of walking type hints per field of every record.
+The bytes are those of the reflective codec before it (tests/unit/codec_reference.py holds it and
+tests/unit/test_codec_typed.py checks both ways): msgspec writes a dataclass as a map in field
+order, so the "type"/"version" entries are spliced in front of that map's body.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
-import functools
-import types
 import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,6 +30,7 @@ from typing import Any
 from uuid import UUID
 
 import msgpack
+import msgspec
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +43,41 @@ class UnknownRecordType(ValueError):
     pass
 
 
+class CorruptRecord(ValueError):
+    """A record of a known type whose fields do not decode to that type."""
+
+
+Buffer = bytes | bytearray | memoryview
+
+_ENCODER = msgspec.msgpack.Encoder(uuid_format="bytes")
+_ANY = msgspec.msgpack.Decoder()
+
+
+def _map_header(entries: int) -> bytes:
+    return msgpack.packb({i: None for i in range(entries)})[: 1 if entries < 16 else 3]
+
+
+def _entries(pairs: dict[str, Any]) -> bytes:
+    return b"".join(msgpack.packb(k) + msgpack.packb(v) for k, v in pairs.items())
+
+
+class _Body:
+    """A dataclass as the body of a msgpack map (no header) that starts with fixed entries."""
+
+    def __init__(self, cls: type, fixed: dict[str, Any]) -> None:
+        count = len(dataclasses.fields(cls))
+        self.head = _map_header(count + len(fixed)) + _entries(fixed)
+        self.skip = 1 if count < 16 else 3
+        self.decoder = msgspec.msgpack.Decoder(cls)
+        # A set has no order of its own: the reflective codec sorted it, msgspec would not.
+        self.reflective = _has_set(cls)
+
+    def encode(self, obj: Any) -> bytes:
+        if self.reflective:
+            return self.head + msgpack.packb(_fields(obj))[self.skip :]
+        return self.head + _ENCODER.encode(obj)[self.skip :]
+
+
 @dataclass(frozen=True, slots=True)
 class _RecordType:
     name: str
@@ -46,6 +85,8 @@ class _RecordType:
     key_cls: type
     value_cls: type | None
     transient: bool
+    key: _Body
+    value: _Body | None
 
 
 class RecordCodec:
@@ -55,6 +96,8 @@ class RecordCodec:
         self.family = family
         self._by_key_cls: dict[type, _RecordType] = {}
         self._by_name: dict[str, _RecordType] = {}
+        # A key written by encode() starts with its "type" entry: these bytes name its type.
+        self._by_tag: dict[bytes, _RecordType] = {}
 
     def register(
         self,
@@ -67,9 +110,12 @@ class RecordCodec:
     ) -> None:
         if name in self._by_name or key_cls in self._by_key_cls:
             raise ValueError(f"{self.family}: record type {name} registered twice")
-        rtype = _RecordType(name, version, key_cls, value_cls, transient)
+        key = _Body(key_cls, {"type": name, "version": version})
+        value = _Body(value_cls, {"version": version}) if value_cls is not None else None
+        rtype = _RecordType(name, version, key_cls, value_cls, transient, key, value)
         self._by_key_cls[key_cls] = rtype
         self._by_name[name] = rtype
+        self._by_tag[_entries({"type": name})] = rtype
 
     def is_transient(self, record: Record) -> bool:
         return self._type_of(record).transient
@@ -78,28 +124,52 @@ class RecordCodec:
         rtype = self._type_of(record)
         if rtype.transient:
             raise ValueError(f"{rtype.name} is transient and never written")
-        key = {"type": rtype.name, "version": rtype.version, **_fields(record.key)}
         value = None
         if record.value is not None:
-            value = msgpack.packb({"version": rtype.version, **_fields(record.value)})
-        return msgpack.packb(key), value
+            value = rtype.value.encode(record.value)
+        return rtype.key.encode(record.key), value
 
     def encode_all(self, records: Iterable[Record]) -> list[tuple[bytes, bytes | None]]:
         return [self.encode(r) for r in records if not self._type_of(r).transient]
 
-    def decode(self, key: bytes, value: bytes | None) -> Record:
-        raw_key = msgpack.unpackb(key)
+    def decode(self, key: Buffer, value: Buffer | None) -> Record:
+        rtype = self._tagged(key) or self._named(key)
+        try:
+            decoded_value = None
+            if value is not None:
+                if rtype.value is None:
+                    raise UnknownRecordType(f"{self.family}: {rtype.name} carries no value")
+                decoded_value = rtype.value.decoder.decode(value)
+            return Record(rtype.key.decoder.decode(key), decoded_value)
+        except msgspec.DecodeError as exc:
+            raise CorruptRecord(f"{self.family}: {rtype.name}: {exc}") from exc
+
+    def _tagged(self, key: Buffer) -> _RecordType | None:
+        """The fast path: the type read from the bytes of the key's first entry."""
+        try:
+            pos = 1 if key[0] < 0x90 else 3  # fixmap or map16 header
+            size = key[pos + 5]
+            if 0xA0 <= size <= 0xBF:
+                end = pos + 6 + (size & 0x1F)
+            elif size == 0xD9:
+                end = pos + 7 + key[pos + 6]
+            else:
+                return None
+            return self._by_tag.get(bytes(key[pos:end]))
+        except IndexError:
+            return None
+
+    def _named(self, key: Buffer) -> _RecordType:
+        try:
+            raw_key = _ANY.decode(key)
+        except msgspec.DecodeError as exc:
+            raise UnknownRecordType(f"{self.family}: record key is not msgpack: {exc}") from exc
         if not isinstance(raw_key, dict) or "type" not in raw_key:
             raise UnknownRecordType(f"{self.family}: record key is not a typed msgpack map")
         rtype = self._by_name.get(raw_key["type"])
         if rtype is None:
             raise UnknownRecordType(f"{self.family}: unknown record type {raw_key['type']!r}")
-        decoded_value = None
-        if value is not None:
-            if rtype.value_cls is None:
-                raise UnknownRecordType(f"{self.family}: {rtype.name} carries no value")
-            decoded_value = from_primitive(rtype.value_cls, msgpack.unpackb(value))
-        return Record(from_primitive(rtype.key_cls, raw_key), decoded_value)
+        return rtype
 
     def _type_of(self, record: Record) -> _RecordType:
         rtype = self._by_key_cls.get(type(record.key))
@@ -108,7 +178,17 @@ class RecordCodec:
         return rtype
 
 
-# -- dataclass <-> msgpack-able primitives, driven by the dataclasses' type hints -------------
+# -- the reflective encoding, for record types holding sets (sorted, as they always were) -----
+
+
+def _has_set(tp: Any, seen: frozenset = frozenset()) -> bool:
+    origin = typing.get_origin(tp)
+    if origin in (set, frozenset) or tp in (set, frozenset):
+        return True
+    if dataclasses.is_dataclass(tp) and tp not in seen:
+        hints = typing.get_type_hints(tp)
+        return any(_has_set(hints[f.name], seen | {tp}) for f in dataclasses.fields(tp))
+    return any(_has_set(arg, seen) for arg in typing.get_args(tp))
 
 
 def _fields(obj: Any) -> dict[str, Any]:
@@ -118,8 +198,6 @@ def _fields(obj: Any) -> dict[str, Any]:
 def to_primitive(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
         return value
-    if isinstance(value, enum.Enum):
-        return value.value
     if isinstance(value, UUID):
         return value.bytes
     if dataclasses.is_dataclass(value):
@@ -130,47 +208,4 @@ def to_primitive(value: Any) -> Any:
         return sorted(to_primitive(v) for v in value)
     if isinstance(value, dict):
         return {to_primitive(k): to_primitive(v) for k, v in value.items()}
-    raise TypeError(f"cannot encode {type(value).__name__} in a record")
-
-
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-def from_primitive(tp: Any, data: Any) -> Any:
-    if data is None:
-        return None
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        options = [a for a in typing.get_args(tp) if a is not type(None)]
-        if len(options) == 1:
-            return from_primitive(options[0], data)
-        return data  # a union of primitives: msgpack already restored the value
-    if origin is tuple:
-        args = typing.get_args(tp)
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(from_primitive(args[0], v) for v in data)
-        return tuple(from_primitive(a, v) for a, v in zip(args, data))
-    if origin is list:
-        (arg,) = typing.get_args(tp)
-        return [from_primitive(arg, v) for v in data]
-    if origin in (set, frozenset):
-        (arg,) = typing.get_args(tp)
-        return origin(from_primitive(arg, v) for v in data)
-    if origin is dict:
-        k_tp, v_tp = typing.get_args(tp)
-        return {from_primitive(k_tp, k): from_primitive(v_tp, v) for k, v in data.items()}
-    if isinstance(tp, type):
-        if dataclasses.is_dataclass(tp):
-            hints = _hints(tp)
-            kwargs = {}
-            for f in dataclasses.fields(tp):
-                if f.name in data:
-                    kwargs[f.name] = from_primitive(hints[f.name], data[f.name])
-            return tp(**kwargs)
-        if issubclass(tp, enum.Enum):
-            return tp(data)
-        if tp is UUID:
-            return UUID(bytes=data)
-    return data
+    return msgspec.to_builtins(value)  # an enum: its value
