@@ -13,7 +13,7 @@ from typing import Any
 from kernel.codec import RecordCodec
 
 from cluster.log import LogConfig, LogWriteError, PartitionLog
-from cluster.recordbatch import decode_records
+from cluster.log.batch_records import key_values
 from cluster.runtime.partition import Partition, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -43,10 +43,12 @@ class LogDisk:
     def _replay(self, partition_log: PartitionLog, shard: Any) -> int:
         count = 0
         decode = self.codec.decode
+        replay = shard.replay
         for batch in partition_log.batches():
-            for _offset, key, value in decode_records(batch):
-                shard.replay(decode(key, value))
-                count += 1
+            records = key_values(batch)
+            for key, value in records:
+                replay(decode(key, value))
+            count += len(records)
         return count
 
     async def reopen(self, partition: Partition) -> None:
