@@ -65,6 +65,17 @@ class _LogReads:
         self.log = log
 
 
+_RUNTIME_ERRORS = (NotCoordinator, LoadInProgress, StorageError)
+
+
+def _as_error(exc: Exception) -> CoordinatorError:
+    if isinstance(exc, NotCoordinator):
+        return CoordinatorError(ErrorCode.not_coordinator, str(exc))
+    if isinstance(exc, LoadInProgress):
+        return CoordinatorError(ErrorCode.coordinator_load_in_progress, str(exc))
+    return CoordinatorError(ErrorCode.coordinator_not_available, str(exc))
+
+
 def _check_client_epoch(client_epoch: int, leader_epoch: int) -> ErrorCode | None:
     """KIP-320 as the partition leader checks it (cluster/actors/partition_leader.py, which this
     module cannot import: it imports the persister, which imports this): behind is fenced, ahead waits."""
@@ -112,20 +123,33 @@ class CoordinatorHost:
         A storage failure answers COORDINATOR_NOT_AVAILABLE (SPEC §4): the client finds the
         coordinator again and retries, while the partition reverts to its last durable state.
         """
+        try:
+            return await self._submit(topic, operations, item)
+        except _RUNTIME_ERRORS as exc:
+            return _as_error(exc)
+
+    def _submit(self, topic: str, operations: dict[str, str], item: Item) -> asyncio.Future:
         op, partition, epoch, request = item
         tp = (topic, partition)
         method = operations[op]
         try:
-            return await self.runtime.write(tp, epoch, lambda token: getattr(self.runtime.shard(tp), method)(request, token))
-        except NotCoordinator as exc:
-            return CoordinatorError(ErrorCode.not_coordinator, str(exc))
-        except LoadInProgress as exc:
-            return CoordinatorError(ErrorCode.coordinator_load_in_progress, str(exc))
-        except StorageError as exc:
-            return CoordinatorError(ErrorCode.coordinator_not_available, str(exc))
+            return self.runtime.submit(tp, epoch, lambda token: getattr(self.runtime.shard(tp), method)(request, token))
+        except _RUNTIME_ERRORS as exc:
+            future = asyncio.get_running_loop().create_future()
+            future.set_result(_as_error(exc))
+            return future
 
     async def execute_all(self, topic: str, operations: dict[str, str], items: list[Item]) -> list[Any]:
-        return list(await asyncio.gather(*(self.execute(topic, operations, item) for item in items)))
+        # Queued at once, in order, and awaited as futures: no task per operation (a heartbeat's
+        # whole work is smaller than a task's).
+        futures = [self._submit(topic, operations, item) for item in items]
+        outcomes = await asyncio.gather(*futures, return_exceptions=True)
+        for i, outcome in enumerate(outcomes):
+            if isinstance(outcome, _RUNTIME_ERRORS):
+                outcomes[i] = _as_error(outcome)
+            elif isinstance(outcome, BaseException):
+                raise outcome  # an operation's own failure fails the call, as it did one by one
+        return outcomes
 
     async def execute_as_answered(
         self, topic: str, operations: dict[str, str], items: list[Item]

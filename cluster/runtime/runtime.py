@@ -172,10 +172,15 @@ class CoordinatorRuntime:
         Reads go through here too (operations that return no records): they then see exactly
         the state left by everything before them and never a state a failed append undoes.
         """
+        return await self.submit(tp, epoch, operation)
+
+    def submit(self, tp: TopicPartition, epoch: int | None, operation: Operation) -> asyncio.Future:
+        """`write` without a coroutine: queued now, the future answers (a caller running many
+        operations at once waits for their futures rather than start a task per operation)."""
         partition = self._check(tp, epoch)
         future = asyncio.get_running_loop().create_future()
         self._enqueue(partition, operation, future)
-        return await future
+        return future
 
     def _check(self, tp: TopicPartition, epoch: int | None) -> Partition:
         partition = self.partitions.get(tp)
