@@ -72,6 +72,15 @@ class _Body:
         # A set has no order of its own: the reflective codec sorted it, msgspec would not.
         self.reflective = _has_set(cls)
 
+    # Ray pickles the actor classes, and with them the codec they hold; a msgspec Decoder does not
+    # pickle, so it is rebuilt from the class on the other side.
+    def __getstate__(self) -> dict[str, Any]:
+        return {"head": self.head, "skip": self.skip, "reflective": self.reflective, "cls": self.decoder.type}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.head, self.skip, self.reflective = state["head"], state["skip"], state["reflective"]
+        self.decoder = msgspec.msgpack.Decoder(state["cls"])
+
     def encode(self, obj: Any) -> bytes:
         if self.reflective:
             return self.head + msgpack.packb(_fields(obj))[self.skip :]

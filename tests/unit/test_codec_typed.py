@@ -87,3 +87,13 @@ def test_a_value_of_the_wrong_shape_is_a_corrupt_record():
         msgpack.packb({"type": "OffsetCommit", "version": 0, "group_id": "g", "topic": "t", "partition": 1}), None).key, None))
     with pytest.raises(CorruptRecord):
         GROUP_CODEC.decode(key, msgpack.packb({"version": 0, "offset": "not a number"}))
+
+
+def test_a_codec_survives_pickling_as_ray_pickles_the_actors_that_hold_it():
+    import pickle
+
+    from cluster.actors.group_coordinator import CODEC as GROUP_CODEC
+
+    copy = pickle.loads(pickle.dumps(GROUP_CODEC))
+    for record_type in GROUP_CODEC._by_name.values():
+        assert copy._by_name[record_type.name].key.decoder.type is record_type.key_cls
