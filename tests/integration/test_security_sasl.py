@@ -1,6 +1,6 @@
 """SASL over TLS on a live cluster (issue 10): a user added before start with `raygroups user add`,
 a SASL_SSL listener with PEM key material; confluent-kafka produces and consumes with PLAIN,
-SCRAM-SHA-256 and SCRAM-SHA-512, kafka-python consumes with SCRAM; a wrong password is refused;
+SCRAM-SHA-256 and SCRAM-SHA-512, kafka-python produces and consumes with each mechanism; a wrong password is refused;
 a request before SASL closes the connection; SCRAM users managed with AdminClient by a super user
 (alter_user_scram_credentials, describe); the operator API over SASL for a super user only
 (admin_call with a Security); aiokafka with PLAIN and SCRAM."""
@@ -71,17 +71,19 @@ def test_confluent_produces_and_consumes(secure, mechanism):
     assert got == [f"v{i}".encode() for i in range(10)]
 
 
-def test_kafka_python_consumes_with_scram(secure):
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_kafka_python_produces_and_consumes(secure, mechanism):
     from kafka import KafkaConsumer, KafkaProducer
 
-    settings = dict(bootstrap_servers=secure.bootstrap, security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-256",
+    settings = dict(bootstrap_servers=secure.bootstrap, security_protocol="SASL_SSL", sasl_mechanism=mechanism,
                     sasl_plain_username="alice", sasl_plain_password="alice-pw", ssl_cafile=secure.ca_file)
+    topic = f"kp-{mechanism.lower()}"
     producer = KafkaProducer(**settings)
     for i in range(5):
-        producer.send("kp", f"k{i}".encode())
+        producer.send(topic, f"k{i}".encode())
     producer.flush(30)
     producer.close()
-    consumer = KafkaConsumer("kp", group_id="kp-group", auto_offset_reset="earliest", consumer_timeout_ms=30_000, **settings)
+    consumer = KafkaConsumer(topic, group_id=f"{topic}-group", auto_offset_reset="earliest", consumer_timeout_ms=30_000, **settings)
     got = []
     for message in consumer:
         got.append(message.value)
