@@ -51,16 +51,27 @@ def _port_free(host: str, port: int) -> bool:
 
 
 class RayNodes:
-    """Several Ray nodes on this machine: the head (node 0) and workers that can be removed."""
+    """Several Ray nodes on this machine: the head (node 0) and workers that can be removed.
+
+    The workers join only once `raygroups up` runs on the head alone (add_workers): Ray places a
+    zero-CPU actor on a random node, and the controller (which owns every other actor, so they
+    die with it) must be on the head for a worker's loss to be survivable, as on a real cluster
+    where `raygroups up` is started before or apart from the workers."""
 
     def __init__(self, count: int) -> None:
         from ray.cluster_utils import Cluster
 
+        self.count = count
         self.cluster = Cluster(initialize_head=True, connect=False, head_node_args={"num_cpus": 1})
         self.nodes = [self.cluster.head_node]
-        for _ in range(count - 1):
+        self.cluster.wait_for_nodes()
+
+    def add_workers(self) -> list[str]:
+        """Start the worker nodes (from the main thread); their node ids."""
+        while len(self.nodes) < self.count:
             self.nodes.append(self.cluster.add_node(num_cpus=1))
         self.cluster.wait_for_nodes()
+        return [n.node_id for n in self.nodes[1:]]
 
     @property
     def address(self) -> str:
@@ -134,6 +145,7 @@ class ClusterProcess:
                 line = raw.decode(errors="replace").strip()
                 lines.append(line)
                 if line.startswith("READY "):
+                    self.bootstrap = ready_addresses(line) or self.bootstrap
                     ready.set()
 
         threading.Thread(target=read, daemon=True, name="cluster-stdout").start()
@@ -174,6 +186,13 @@ class ClusterProcess:
             self.nodes.shutdown()
             self.nodes = None
         self._log.close()
+
+
+def ready_addresses(line: str) -> str:
+    """The gateways' addresses as `raygroups up` announced them ("READY host:port[,...]"): they are
+    where the gateways listen, whatever port arithmetic would guess."""
+    _, _, rest = line.partition("READY ")
+    return ",".join(a.strip() for a in rest.split(",") if a.strip())
 
 
 def _session_pids(sid: int) -> list[int]:

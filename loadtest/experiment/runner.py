@@ -37,6 +37,7 @@ from loadtest.experiment.eventlog import EventLog
 from loadtest.experiment.faults import Admin, FaultError, FaultInjector, Injected
 from loadtest.experiment.live import LiveStats, render
 from loadtest.experiment.monitor import Monitor
+from loadtest.experiment.node_join import join_workers
 from loadtest.experiment.recovery import RecoveryWatch
 from loadtest.experiment.scenario import GroupSpec, Scenario, ShareGroupSpec
 from loadtest.members.classic import ClassicConfig, ClassicMember, ClassicState
@@ -248,6 +249,8 @@ class Experiment:
         with self.console.status(f"starting a raygroups cluster{nodes} (Ray and its actors)…"):
             self.cluster.start_nodes()
             bootstrap = await asyncio.to_thread(self.cluster.start)
+        if self.cluster.nodes is not None:
+            await join_workers(self.cluster.nodes, Admin(bootstrap), self.console, self.notes)
         self.console.print(f"cluster ready at [bold]{bootstrap}[/] (data in {self.cluster.data_dir})")
         return bootstrap
 
