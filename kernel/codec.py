@@ -33,8 +33,10 @@ import msgpack
 import msgspec
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(msgspec.Struct, frozen=True):
+    """A frozen record; a Struct rather than a dataclass because replay builds one per record of a
+    log and a frozen dataclass's __init__ costs five times as much."""
+
     key: Any
     value: Any | None  # None: tombstone
 
@@ -164,8 +166,8 @@ class RecordCodec:
                 end = pos + 7 + key[pos + 6]
             else:
                 return None
-            return self._by_tag.get(bytes(key[pos:end]))
-        except IndexError:
+            return self._by_tag.get(key[pos:end])  # a bytes or read-only memoryview slice
+        except (IndexError, TypeError, ValueError):  # too short, or a writable (unhashable) buffer
             return None
 
     def _named(self, key: Buffer) -> _RecordType:

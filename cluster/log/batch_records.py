@@ -21,7 +21,7 @@ class RecordsCorrupt(ValueError):
     """The records do not fit the batch their header describes."""
 
 
-def _varint(buf: memoryview, pos: int) -> tuple[int, int]:
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
     """A zigzag varint at pos: (value, next position)."""
     raw = shift = 0
     while True:
@@ -36,40 +36,53 @@ def _varint(buf: memoryview, pos: int) -> tuple[int, int]:
 
 
 def key_values(batch: bytes | bytearray | memoryview) -> list[KeyValue]:
-    view = memoryview(batch)
-    if view[22] & _NOT_PLAIN:  # the low byte of the big-endian attributes (bytes 21-22)
-        return [(_view(k), _view(v)) for _, k, v in decode_records(view)]
-    size = 12 + int.from_bytes(view[8:12], "big", signed=True)
-    count = int.from_bytes(view[57:61], "big", signed=True)
-    varint: Callable[[memoryview, int], tuple[int, int]] = _varint
+    # Index the bytes (faster than a memoryview's items), slice the view (no copy).
+    data = batch if isinstance(batch, bytes) else bytes(batch)
+    view = memoryview(data)
+    if data[22] & _NOT_PLAIN:  # the low byte of the big-endian attributes (bytes 21-22)
+        return [(_view(k), _view(v)) for _, k, v in decode_records(data)]
+    size = 12 + int.from_bytes(data[8:12], "big", signed=True)
+    count = int.from_bytes(data[57:61], "big", signed=True)
+    varint: Callable[[bytes, int], tuple[int, int]] = _varint
     out: list[KeyValue] = []
+    append = out.append
     pos = HEADER_SIZE
+    # Varints of one byte (below 64 after zigzag) are read inline: most lengths and deltas are.
     try:
         for _ in range(count):
-            b = view[pos]
-            if b < 0x80:  # one-byte length: records under 64 bytes
-                length, body = (b >> 1) ^ -(b & 1), pos + 1
+            b = data[pos]
+            if b < 0x80:
+                length, p = (b >> 1) ^ -(b & 1), pos + 1
             else:
-                length, body = varint(view, pos)
-            end = body + length
+                length, p = varint(data, pos)
+            end = p + length
             if length < 1 or end > size:
                 raise RecordsCorrupt(f"record of length {length} at byte {pos} of a {size}-byte batch")
-            p = body + 1  # the attributes byte
-            for _skip in range(2):  # timestamp delta, offset delta
-                while view[p] >= 0x80:
-                    p += 1
+            p += 1  # the attributes byte
+            while data[p] >= 0x80:  # timestamp delta
                 p += 1
-            klen, p = varint(view, p)
+            p += 1
+            while data[p] >= 0x80:  # offset delta
+                p += 1
+            b = data[p + 1]
+            if b < 0x80:
+                klen, p = (b >> 1) ^ -(b & 1), p + 2
+            else:
+                klen, p = varint(data, p + 1)
             key = None
             if klen >= 0:
                 key, p = view[p : p + klen], p + klen
-            vlen, p = varint(view, p)
+            b = data[p]
+            if b < 0x80:
+                vlen, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                vlen, p = varint(data, p)
             value = None
             if vlen >= 0:
                 value, p = view[p : p + vlen], p + vlen
             if p > end:
                 raise RecordsCorrupt(f"record at byte {pos} is shorter than its fields")
-            out.append((key, value))
+            append((key, value))
             pos = end
     except IndexError as exc:
         raise RecordsCorrupt(f"record at byte {pos} runs past the batch") from exc

@@ -97,3 +97,11 @@ def test_a_codec_survives_pickling_as_ray_pickles_the_actors_that_hold_it():
     copy = pickle.loads(pickle.dumps(GROUP_CODEC))
     for record_type in GROUP_CODEC._by_name.values():
         assert copy._by_name[record_type.name].key.decoder.type is record_type.key_cls
+
+
+def test_keys_and_values_in_writable_buffers_decode_too():
+    record = Record(SHARE_CODEC.decode(*SHARE_CODEC.encode(Record(
+        SHARE_CODEC._by_name["ShareUpdate"].key_cls("g", uuid.UUID(int=1), 0, 2), None))).key, None)
+    key, _ = SHARE_CODEC.encode(record)
+    assert SHARE_CODEC.decode(memoryview(bytearray(key)), None) == record
+    assert SHARE_CODEC.decode(bytearray(key), None) == record
