@@ -82,8 +82,9 @@ class FaultInjector:
     def _num(self, name: str, default: int) -> int:
         return int(self.settings.get(name, default))
 
-    async def resolve(self, fault_id: int, spec: FaultSpec) -> Injected:
-        """The actors (or partition) the fault hits, and what their partitions are."""
+    async def resolve(self, fault_id: int, spec: FaultSpec, cluster: Any = None) -> Injected:
+        """The actors (or partition) the fault hits, and what their partitions are: known before it
+        is injected, so that its recovery is watched from the start."""
         status = await self.admin.call("status")
         actors = await self.admin.call("actors")
         leaders = {(lead["topic"], lead["partition"]): lead["actor"] for lead in status["leaders"]}
@@ -102,7 +103,12 @@ class FaultInjector:
             injected.target = "cluster"
             injected.actors = sorted(a["name"] for a in actors if a["alive"])
         elif spec.action == "kill-node":
+            if cluster is None or cluster.nodes is None:
+                raise FaultError("kill-node needs the Ray nodes the experiment started")
+            node_id = cluster.nodes.node_id(spec.node)
             injected.target = f"node-{spec.node}"
+            injected.actors = sorted(a["name"] for a in actors if a.get("node_id") == node_id and a["alive"])
+            injected.detail["node_id"] = node_id
         moved = [partition] if spec.action == "move" else [tp for tp, a in leaders.items() if a in injected.actors]
         if spec.action == "restart-cluster":
             moved = list(leaders)
@@ -186,15 +192,6 @@ class FaultInjector:
         elif spec.action == "kill-node":
             if cluster is None or cluster.nodes is None:
                 raise FaultError("kill-node needs the Ray nodes the experiment started")
-            node_id = cluster.nodes.node_id(spec.node)
-            actors = await self.admin.call("actors")
-            on_node = [a["name"] for a in actors if a.get("node_id") == node_id and a["alive"]]
-            injected.actors = on_node
-            status = await self.admin.call("status")
-            leaders = {(lead["topic"], lead["partition"]): lead["actor"] for lead in status["leaders"]}
-            topic_ids = {t["name"]: t["topic_id"] for t in status["topics"]}
-            self._affected(injected, [tp for tp, a in leaders.items() if a in on_node], topic_ids, actors)
-            injected.detail["node_id"] = node_id
             cluster.nodes.remove(spec.node)  # in the loop's (main) thread: Ray's node code wants it
 
     async def _another_actor(self, current: str) -> str:

@@ -337,7 +337,7 @@ class Experiment:
         spec = self.scenario.faults[fault_id]
         await asyncio.sleep(max(0.0, load_started + spec.at_s - time.monotonic()))
         try:
-            injected = await injector.resolve(fault_id, spec)
+            injected = await injector.resolve(fault_id, spec, self.cluster)
         except Exception as exc:  # the run goes on; what could not be done is said
             self.notes.append(f"fault {fault_id} ({spec.action}) not injected: {exc}")
             self.stats.fault_lines.append(f"#{fault_id} {spec.action}: not injected ({exc})")
