@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from cluster.actors.common import ACTOR_OPTIONS
 from cluster.config import Config
@@ -29,9 +30,13 @@ class ControllerClient:
     ) -> "ControllerClient":
         """Start the controller actor. The caller names its class: the client sits below the actors
         (gateways use it), so it must not import them."""
-        handle = actor_class.options(name=CONTROLLER_NAME, namespace=namespace, **ACTOR_OPTIONS).remote(
-            config, str(data_dir), host, port, namespace
-        )
+        # On this (the driver's) node: every worker actor is owned by the controller and dies with it
+        # (Ray's owner fate-sharing), and the driver owns the controller, so a controller that Ray put
+        # on another node made that node's loss the whole cluster's.
+        here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
+        handle = actor_class.options(
+            name=CONTROLLER_NAME, namespace=namespace, scheduling_strategy=here, **ACTOR_OPTIONS
+        ).remote(config, str(data_dir), host, port, namespace)
         return cls(handle)
 
     # -- from the driver (blocking) -----------------------------------------------------------------
