@@ -21,6 +21,7 @@ import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+import cramjam
 import crc32c
 from kio.records.readers import read_batch
 from kio.records.schema import NewRecordBatch, Record
@@ -49,6 +50,21 @@ _CRC_AT = 17
 COMPRESSION_MASK = 0x07
 TRANSACTIONAL_FLAG = 0x10
 CONTROL_FLAG = 0x20
+
+GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
+# Kafka inflates a produced batch whatever its size; here a few KiB of zeros would inflate to
+# gigabytes on the leader, so one batch's records may take at most this much decompressed. Far
+# above any batch a client builds under message.max.bytes (1 MiB by default) at real ratios.
+MAX_DECOMPRESSED_BYTES = 128 << 20
+# First output buffer per compressed byte; doubled up to the cap when the records need more, so an
+# ordinary batch costs one small buffer and a bomb at most a series ending at the cap.
+_FIRST_RATIO = 8
+_MIN_BUFFER = 64 << 10
+# Java clients frame snappy the xerial way: this magic, version and compat ints, then
+# length-prefixed raw snappy blocks; librdkafka writes one raw snappy block. Kafka reads both.
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = 16
+_BLOCK_LENGTH = struct.Struct(">i")
 
 
 class BatchError(ValueError):
@@ -174,6 +190,11 @@ def split_produced(records: bytes) -> list[bytearray]:
                 ErrorCode.invalid_record,
                 f"invalid sequence number {header.base_sequence} in record batch with producer id {header.producer_id}",
             )
+        if header.compression:
+            # Kafka's LogValidator reads every record of a compressed batch: its count is a claim
+            # until the records back it (the uncompressed count is bounded by the bytes above).
+            records_view = decompress(header.compression, view[pos + HEADER_SIZE : pos + header.size])
+            _walk_records(records_view, 0, header.record_count, ErrorCode.invalid_record)
         batches.append(bytearray(view[pos : pos + header.size]))
         pos += header.size
     return batches
@@ -240,28 +261,102 @@ def record_timestamps(batch: bytes | bytearray | memoryview) -> list[tuple[int, 
     if header.compression:
         return None
     view = memoryview(batch)[: header.size]
+    deltas = _walk_records(view, HEADER_SIZE, header.record_count, ErrorCode.corrupt_message)
+    return [(header.base_offset + o, header.base_timestamp + t) for o, t in deltas]
+
+
+def _walk_records(view: memoryview, pos: int, count: int, error: ErrorCode) -> list[tuple[int, int]]:
+    """(offset delta, timestamp delta) of the `count` records from pos to the end of view; each
+    must be at least one byte, hold its fields and end inside view, and they must fill it exactly.
+    The loop is capped by the bytes, never by the client's count."""
     end = len(view)
     out: list[tuple[int, int]] = []
-    pos = HEADER_SIZE
+    start = pos
     try:
-        for _ in range(min(header.record_count, end - HEADER_SIZE)):
+        for _ in range(min(count, end - pos)):
             length, n = read_signed_varint(view, pos)
             body = pos + n
             if length < 1 or body + length > end:
-                raise BatchError(ErrorCode.corrupt_message, f"record of length {length} at byte {pos} of a {end}-byte batch")
+                raise BatchError(error, f"record of length {length} at byte {pos} of {end} record bytes")
             ts_delta, m = read_signed_varlong(view, body + 1)  # skip the attributes byte
             offset_delta, k = read_signed_varint(view, body + 1 + m)
             if 1 + m + k > length:
-                raise BatchError(ErrorCode.corrupt_message, f"record at byte {pos} is shorter than its fields")
-            out.append((header.base_offset + offset_delta, header.base_timestamp + ts_delta))
+                raise BatchError(error, f"record at byte {pos} is shorter than its fields")
+            out.append((offset_delta, ts_delta))
             pos = body + length
     except BatchError:
         raise
     except (SerialError, ValueError) as exc:  # a varint cut short or too long
-        raise BatchError(ErrorCode.corrupt_message, f"record at byte {pos}: {exc}") from exc
-    if len(out) != header.record_count or pos != end:
-        raise BatchError(
-            ErrorCode.corrupt_message,
-            f"batch says {header.record_count} records; {len(out)} fill {pos} of its {end} bytes",
-        )
+        raise BatchError(error, f"record at byte {pos}: {exc}") from exc
+    if len(out) != count or pos != end:
+        raise BatchError(error, f"batch says {count} records; {len(out)} fill {pos - start} of its {end - start} record bytes")
     return out
+
+
+# -- compressed record sets ----------------------------------------------------------------
+
+
+def decompress(codec: int, data: memoryview) -> memoryview:
+    """The records of a compressed batch, at most MAX_DECOMPRESSED_BYTES of them; CORRUPT_MESSAGE
+    when the data does not decompress, INVALID_RECORD when it inflates beyond the cap."""
+    try:
+        if codec == SNAPPY:
+            return _snappy(data)
+        if codec in (GZIP, LZ4, ZSTD):
+            module = {GZIP: cramjam.gzip, LZ4: cramjam.lz4, ZSTD: cramjam.zstd}[codec]
+            return _bounded(module.decompress_into, data)
+    except cramjam.DecompressionError as exc:
+        raise BatchError(ErrorCode.corrupt_message, f"records do not decompress (codec {codec}): {exc}") from exc
+    raise BatchError(ErrorCode.corrupt_message, f"unknown compression codec {codec}")
+
+
+def _too_large() -> BatchError:
+    return BatchError(ErrorCode.invalid_record, f"records decompress beyond {MAX_DECOMPRESSED_BYTES} bytes")
+
+
+def _bounded(decompress_into, data: memoryview) -> memoryview:
+    """Stream codecs write into a fixed buffer and fail when it is full (cramjam's io::copy into
+    it), so nothing larger than the buffer is ever allocated; a full buffer is retried doubled."""
+    size = min(max(_MIN_BUFFER, len(data) * _FIRST_RATIO), MAX_DECOMPRESSED_BYTES)
+    while True:
+        out = bytearray(size + 1)  # one spare byte: filling it means the data may go on
+        try:
+            n = decompress_into(data, out)
+        except cramjam.DecompressionError as exc:
+            if "whole buffer" not in str(exc):
+                raise
+            n = size + 1
+        if n <= size:
+            return memoryview(out)[:n].toreadonly()  # kio reads read-only buffers only
+        if size >= MAX_DECOMPRESSED_BYTES:
+            raise _too_large()
+        size = min(size * 2, MAX_DECOMPRESSED_BYTES)
+
+
+def _snappy(data: memoryview) -> memoryview:
+    if bytes(data[: len(_XERIAL_MAGIC)]) != _XERIAL_MAGIC:
+        return _snappy_block(data, MAX_DECOMPRESSED_BYTES)
+    out = bytearray()
+    pos = _XERIAL_HEADER
+    while pos < len(data):
+        if len(data) - pos < _BLOCK_LENGTH.size:
+            raise BatchError(ErrorCode.corrupt_message, "xerial snappy block length cut short")
+        (length,) = _BLOCK_LENGTH.unpack_from(data, pos)
+        pos += _BLOCK_LENGTH.size
+        if length < 0 or pos + length > len(data):
+            raise BatchError(ErrorCode.corrupt_message, f"xerial snappy block of {length} bytes past the data")
+        out += _snappy_block(data[pos : pos + length], MAX_DECOMPRESSED_BYTES - len(out))
+        pos += length
+    return memoryview(out).toreadonly()
+
+
+def _snappy_block(block: memoryview, room: int) -> memoryview:
+    # A raw snappy block starts with its decompressed length: checked before anything is allocated.
+    declared = cramjam.snappy.decompress_raw_len(block)
+    if declared > room:
+        raise _too_large()
+    out = bytearray(declared)
+    n = cramjam.snappy.decompress_raw_into(block, out)
+    if n != declared:
+        raise BatchError(ErrorCode.corrupt_message, f"snappy block declares {declared} bytes, holds {n}")
+    return memoryview(out).toreadonly()
