@@ -59,7 +59,7 @@ MAX_DECOMPRESSED_BYTES = 128 << 20
 # First output buffer per compressed byte; doubled up to the cap when the records need more, so an
 # ordinary batch costs one small buffer and a bomb at most a series ending at the cap.
 _FIRST_RATIO = 8
-_MIN_BUFFER = 64 << 10
+_MIN_BUFFER = 1 << 20
 # Java clients frame snappy the xerial way: this magic, version and compat ints, then
 # length-prefixed raw snappy blocks; librdkafka writes one raw snappy block. Kafka reads both.
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
