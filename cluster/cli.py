@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from cluster.admin_client import AdminError, Security, admin_call
+from cluster.cli_output import console, err, fail
 from cluster.config import Config, ConfigError
 
 app = typer.Typer(
@@ -27,17 +27,9 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Kafka group coordination (classic and share groups) on Ray actors.",
 )
-# Piped output (scripts, tests) is not cut at 80 columns.
-console = Console() if sys.stdout.isatty() else Console(width=200)
-err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=200)
 
 DEFAULT_BOOTSTRAP = os.environ.get("RAYGROUPS_BOOTSTRAP", "127.0.0.1:9092")
 BootstrapOption = typer.Option(DEFAULT_BOOTSTRAP, "--bootstrap", "-b", help="a gateway, host:port")
-
-
-def fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
-    raise typer.Exit(code)
 
 
 def load_config(pairs: list[str], config_file: Path | None, overrides: dict[str, Any]) -> Config:

@@ -12,15 +12,32 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 from cluster.actor_state import ActorEntry, ActorState
 from cluster.actors.common import ActorKind
 from cluster.leadership import GatewayAddress
 from cluster.placement import retry_delay
 
-if TYPE_CHECKING:
-    from cluster.reconciler import Reconciler
+
+
+class KeeperHost(Protocol):
+    """What the gateway keeper needs of the reconciler that owns it (named here so the keeper does not
+    import its owner: the reconciler imports the keeper)."""
+
+    pool: Any
+    config: Any
+    actors: dict[str, ActorEntry]
+    nodes: Any
+    clock: Callable[[], float]
+
+    def snapshot(self) -> Any: ...
+    async def publish(self) -> None: ...
+    def event(self, kind: str, detail: str) -> None: ...
+    def died(self, entry: ActorEntry, handle: Any, quiet: bool = False) -> None: ...
+    def _track(self, coro: Awaitable[None]) -> None: ...
+    async def _await_ready(self, entry: ActorEntry) -> None: ...
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +67,7 @@ def nodes_without_gateway(nodes: list[str], slots: dict[str, GatewaySlot], own_n
 
 
 class GatewayKeeper:
-    def __init__(self, rec: "Reconciler") -> None:
+    def __init__(self, rec: KeeperHost) -> None:
         self.rec = rec
         self.slots: dict[str, GatewaySlot] = {}
         self.mode: int | str = 1

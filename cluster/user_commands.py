@@ -10,6 +10,8 @@ from typing import Optional
 
 import typer
 
+from cluster.cli_output import fail
+
 user_app = typer.Typer(help="SCRAM users (SASL/SCRAM-SHA-256/512 and PLAIN) of a data directory.", no_args_is_help=True)
 
 DataDir = typer.Option(Path("raygroups-data"), "--data-dir", help="the cluster's data directory")
@@ -31,7 +33,6 @@ def add(
     iterations: int = typer.Option(4096, help="PBKDF2 iterations (at least 4096)"),
 ) -> None:
     """Add a user, or change its password (salted credentials for each mechanism)."""
-    from cluster.cli import fail
     from cluster.gateway.auth.scram import make_credential
 
     if password is None:
@@ -57,7 +58,6 @@ def list_users(data_dir: Path = DataDir) -> None:
 @user_app.command("delete")
 def delete(name: str, data_dir: Path = DataDir) -> None:
     """Remove a user's credentials (every mechanism)."""
-    from cluster.cli import fail
 
     store = _store(data_dir)
     mechanisms = store.users().get(name)
