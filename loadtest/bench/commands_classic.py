@@ -177,3 +177,38 @@ def member_memory(members: int = 10_000, json_out: Path | None = JSON) -> None:
     console.print(f"[bold]{result['bytes_per_member']:,.0f}[/] bytes of coordinator state per idle member ({members:,} members)")
     if json_out:
         json_out.write_text(json.dumps(result, indent=2))
+
+
+@app.command("gateways")
+def gateways(
+    count: int = typer.Option(3, help="gateways of the scaled-out cluster, compared with one gateway"),
+    records: int = typer.Option(300_000, help="records produced and fetched per run"),
+    partitions: int = 6,
+    members: int = 1000,
+    groups: int = 100,
+    seconds: float = 5.0,
+    rounds: int = ROUNDS,
+    json_out: Path | None = JSON,
+) -> None:
+    """Records/s and heartbeats/s with COUNT gateways against one gateway (issue 11): the same clients,
+    bootstrapped from every gateway; Metadata spreads partition leaders and FindCoordinator spreads
+    coordinators over the gateways."""
+    from loadtest.bench.clients import produce_fetch_rates
+    from loadtest.bench_groups import group_request_rates
+
+    records -= records % (100 * partitions)
+    figures = [Figure("produce_rps", "produced records/s (acks=all)"), Figure("fetch_rps", "fetched records/s (assign())"),
+               Figure("heartbeat_rps", "heartbeats/s"), Figure("commit_rps", "OffsetCommits/s")]
+
+    def workload(_name: str, bootstrap: str) -> dict[str, float]:
+        rates = produce_fetch_rates(bootstrap, "bench", records, partitions, 100)
+        rates.update(asyncio.run(group_request_rates(bootstrap, members, groups, seconds)))
+        return rates
+
+    systems = {
+        "1 gateway": starter("raygroups", partitions, **{"raygroups.gateways": 1, **NO_INITIAL_DELAY}),
+        "raygroups": starter("raygroups", partitions, **{"raygroups.gateways": count, **NO_INITIAL_DELAY}),
+    }
+    results = best_of(systems, workload, figures, rounds)
+    report(f"{count} gateways (raygroups) against 1 gateway, {records:,} records, {members} members in {groups} groups, "
+           f"best of {rounds}", results, figures, json_out)
