@@ -128,3 +128,15 @@ def test_actors_on_every_node_a_node_lost_and_one_added(nodes, raygroups, tmp_pa
         print(f"\nFIGURES partitions moved after node loss {moved_after_loss:.1f} s, after node join {moved_after_join:.1f} s")
     finally:
         consumer.stop()
+
+
+def test_an_embedded_cluster_started_beside_another_ray_cluster_does_not_attach_to_it(nodes, tmp_path):
+    # Without --address, raygroups starts its own Ray (address="local"); a plain ray.init() would join
+    # the cluster this machine already runs (the three nodes above) and spread over its nodes.
+    proc = ClusterProcess(tmp_path / "embedded").start()
+    try:
+        ours = {a["node_id"] for a in admin_call(proc.bootstrap.split(",")[0], "actors") if a.get("node_id")}
+        other = {node.node_id for node in nodes.list_all_nodes()}
+        assert ours and not (ours & other), (ours, other)
+    finally:
+        proc.stop()
