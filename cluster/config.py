@@ -160,6 +160,9 @@ SETTINGS: dict[str, Setting] = {
                 "where the operator listener (raygroups' kill/move/status API) binds; not a Kafka setting"),
         Setting("raygroups.operator.port", 0, _non_negative,
                 "operator listener port (gateway i on port+i); 0 picks a free one, found by the CLI through the gateway"),
+        Setting("raygroups.metrics.port", -1, int,
+                "port of the Prometheus endpoint http://HOST:PORT/metrics on the driver's node; -1: none, 0: a free port"),
+        Setting("raygroups.dashboard", False, _bool, "start Ray's dashboard with an embedded Ray (needs the [dashboard] extra)"),
         Setting("raygroups.scram.credentials.file", "", str,
                 "the SCRAM credential store; empty: scram-credentials.json in the data directory"),
     ]
