@@ -30,6 +30,10 @@ _KIND_PREFIX = {
 }
 
 
+MOVE_TIMEOUT_S = 120.0
+MOVE_POLL_S = 0.25
+
+
 class FaultError(RuntimeError):
     """A fault that could not be injected (the run goes on; the note says why)."""
 
@@ -44,6 +48,7 @@ class Injected:
     groups: list[str] = field(default_factory=list)
     partitions: list[str] = field(default_factory=list)  # "topic-partition" whose leader moved
     brokers: list[str] = field(default_factory=list)
+    moved: list[tuple[str, int]] = field(default_factory=list)  # every partition whose leader it takes away
     ended_ms: float | None = None
     detail: dict[str, Any] = field(default_factory=dict)
 
@@ -112,6 +117,7 @@ class FaultInjector:
         moved = [partition] if spec.action == "move" else [tp for tp, a in leaders.items() if a in injected.actors]
         if spec.action == "restart-cluster":
             moved = list(leaders)
+        injected.moved = moved
         self._affected(injected, moved, topic_ids, actors)
         return injected
 
@@ -193,6 +199,28 @@ class FaultInjector:
             if cluster is None or cluster.nodes is None:
                 raise FaultError("kill-node needs the Ray nodes the experiment started")
             cluster.nodes.remove(spec.node)  # in the loop's (main) thread: Ray's node code wants it
+            # The lost node's actors may answer for a second or so after it is removed, until Ray
+            # sees them gone: the fault is over only once the controller has moved their partitions.
+            injected.ended_ms = await self.led_elsewhere(injected)
+            if injected.ended_ms is None:
+                raise FaultError(f"the partitions of node {spec.node}'s actors were not moved within {MOVE_TIMEOUT_S:.0f} s")
+
+    async def led_elsewhere(self, injected: Injected, timeout_s: float | None = None) -> float | None:
+        """When the controller first names, for every partition the fault took away, a leader that
+        is not one of the actors it hit (a replacement is always a new name); None: not in time."""
+        gone = set(injected.actors)
+        deadline = time.monotonic() + (MOVE_TIMEOUT_S if timeout_s is None else timeout_s)
+        while time.monotonic() < deadline:
+            try:
+                status = await self.admin.call("status", timeout=10)
+            except AdminError:  # the gateway asked was on the lost node: the next one is tried next time
+                status = None
+            if status is not None:
+                leaders = {(lead["topic"], lead["partition"]): lead["actor"] for lead in status["leaders"]}
+                if all(leaders.get(tp) not in gone and tp in leaders for tp in injected.moved):
+                    return time.time() * 1000
+            await asyncio.sleep(MOVE_POLL_S)
+        return None
 
     async def _another_actor(self, current: str) -> str:
         kind = current.rsplit("-", 1)[0]

@@ -36,6 +36,13 @@ class RecoveryWatch:
         self.watches.append(_Watch(fault_id, since_ms, started_ms, set(groups), set(partitions),
                                    set(share_partitions), set(brokers)))
 
+    def count_from(self, fault_id: int, since_ms: float) -> None:
+        """Successes count from `since_ms` on: for a fault whose end is known only once it is over
+        (a node loss ends when its partitions have moved; until then none counts)."""
+        for w in self.watches:
+            if w.fault_id == fault_id:
+                w.since_ms = since_ms
+
     def pending(self, fault_id: int) -> int:
         return sum(len(w.groups) + len(w.partitions) + len(w.share_partitions) + len(w.brokers)
                    for w in self.watches if w.fault_id == fault_id)

@@ -343,7 +343,10 @@ class Experiment:
             self.stats.fault_lines.append(f"#{fault_id} {spec.action}: not injected ({exc})")
             return
         self.faults.append(injected)
-        self.recovery.watch(fault_id, injected.started_ms, injected.started_ms, injected.groups, injected.partitions,
+        # A lost node's actors may still answer until the controller moves their partitions: no
+        # success counts as a recovery before that (faults.py sets the end).
+        since = float("inf") if spec.action == "kill-node" else injected.started_ms
+        self.recovery.watch(fault_id, injected.started_ms, since, injected.groups, injected.partitions,
                             injected.detail.get("share_partitions", []), injected.brokers)
         self.stats.fault_lines.append(f"#{fault_id} {spec.action} {injected.target}")
         self._restarting = spec.action == "restart-cluster"
@@ -358,6 +361,7 @@ class Experiment:
             self.emit(injected.row())
         self._restarting = False
         if injected.ended_ms is not None:
+            self.recovery.count_from(fault_id, injected.ended_ms)
             self.emit({"time": injected.ended_ms, "kind": "fault_end", "role": "runner", "fault_id": fault_id,
                        "target": injected.target})
 
