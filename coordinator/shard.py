@@ -12,7 +12,7 @@ from typing import Any
 
 from coordinator import admin
 from coordinator.classic import admin as classic_admin
-from coordinator.classic import heartbeat_leave, join, offsets, rebalance, sync
+from coordinator.classic import heartbeat_leave, join, offset_delete, offsets, rebalance, sync
 from coordinator.classic.group import ClassicGroup, ClassicMember
 from coordinator.classic.messages import (
     DeletedGroup,
@@ -35,6 +35,7 @@ from coordinator.share.records import SHARE_GROUP_KEYS
 from kernel.result import RequestToken, Result
 from coordinator.share import deletion
 from coordinator.share import admin as share_admin
+from coordinator.share import offsets_admin as share_offsets
 from coordinator.share import group as share_group
 from coordinator.share import heartbeat as share_heartbeat
 from coordinator.share import share_state
@@ -100,6 +101,10 @@ class GroupCoordinatorShard:
         ctx = OperationContext(self, token)
         return ctx.result(offsets.fetch_offsets(ctx, req))
 
+    def delete_offsets(self, req: offset_delete.OffsetDeleteRequest, token: RequestToken | None = None) -> Result:
+        ctx = OperationContext(self, token)
+        return ctx.result(offset_delete.delete_offsets(ctx, req))
+
     def describe_groups(self, group_ids: tuple[str, ...], token: RequestToken | None = None) -> Result:
         ctx = OperationContext(self, token)
         described: list[DescribedGroup] = [classic_admin.describe_group(ctx, g) for g in group_ids]
@@ -144,6 +149,32 @@ class GroupCoordinatorShard:
         """DeleteGroups' first step: Empty checked and share partitions moved to deleting, in one operation."""
         ctx = OperationContext(self, token)
         return ctx.result(deletion.prepare_share_group_deletes(ctx, group_ids))
+
+    def alter_share_group_offsets(
+        self, req: share_offsets.AlterShareOffsetsRequest, token: RequestToken | None = None
+    ) -> Result:
+        ctx = OperationContext(self, token)
+        return ctx.result(share_offsets.alter_share_group_offsets(ctx, req))
+
+    def share_offsets_initialized(
+        self, req: share_offsets.ShareOffsetsInitialized, token: RequestToken | None = None
+    ) -> Result:
+        """AlterShareGroupOffsets' initializations answered: as a heartbeat's (share_state.py)."""
+        ctx = OperationContext(self, token)
+        share_state.share_state_initialized(ctx, req.group_id, req.results)
+        return ctx.result()
+
+    def share_offsets_delete_initiate(
+        self, req: share_offsets.DeleteShareOffsetsRequest, token: RequestToken | None = None
+    ) -> Result:
+        ctx = OperationContext(self, token)
+        return ctx.result(share_offsets.initiate_delete_share_group_offsets(ctx, req))
+
+    def share_offsets_delete_complete(
+        self, req: share_offsets.CompleteShareOffsetsDelete, token: RequestToken | None = None
+    ) -> Result:
+        ctx = OperationContext(self, token)
+        return ctx.result(share_offsets.complete_delete_share_group_offsets(ctx, req))
 
     def update_topics(self, topics: tuple[TopicImage, ...], token: RequestToken | None = None) -> Result:
         """The cluster's topic metadata changed (Kafka's onMetadataUpdate + maybeCleanupShareGroupState).
