@@ -50,6 +50,9 @@ class ActorPool(Protocol):
 
     async def update_leadership(self, handle: Any, leadership: Leadership, timeout: float) -> None: ...
 
+    async def metrics(self, handle: Any, timeout: float) -> dict[str, Any]:
+        """The actor's metrics snapshot (cluster/metrics/registry.py)."""
+
     async def shutdown(self, handle: Any, timeout: float) -> None: ...
 
     async def pause(self, node_id: str, pid: int, seconds: float) -> tuple[float, float]: ...
@@ -205,6 +208,9 @@ class RayActorPool:
 
     async def shutdown(self, handle: Any, timeout: float) -> None:
         await _with_timeout(handle.shutdown.remote(), timeout)
+
+    async def metrics(self, handle: Any, timeout: float) -> dict[str, Any]:
+        return await _with_timeout(handle.metrics.remote(), timeout)
 
     async def pause(self, node_id: str, pid: int, seconds: float) -> tuple[float, float]:
         """Signals come from a task on the actor's own node, so this works wherever it runs."""

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cluster.clients.controller import CONTROLLER_NAME, ControllerClient
 from cluster.config import Config
 
-__all__ = ["CONTROLLER_NAME", "RayJoinError", "RunningCluster", "start_cluster", "start_ray"]
+__all__ = ["CONTROLLER_NAME", "DASHBOARD_EXTRA", "RayJoinError", "RunningCluster", "start_cluster", "start_ray"]
+
+DASHBOARD_EXTRA = "raygroups[dashboard]"
 
 
 @dataclass
@@ -20,6 +22,9 @@ class RunningCluster:
     client: ControllerClient
     namespace: str
     owns_ray: bool
+    metrics_url: str | None = None  # http://HOST:PORT/metrics, with raygroups.metrics.port >= 0
+    dashboard_url: str | None = None  # Ray's dashboard, with raygroups.dashboard
+    metrics_endpoint: Any = field(default=None, repr=False)
 
     @property
     def controller(self) -> Any:
@@ -33,6 +38,8 @@ class RunningCluster:
     def stop(self) -> None:
         import ray
 
+        if self.metrics_endpoint is not None:
+            self.metrics_endpoint.stop()
         try:
             self.client.shutdown_blocking(timeout=60)
         except Exception as exc:  # shutting down anyway; the logs are recoverable by design
@@ -63,8 +70,21 @@ class RayJoinError(Exception):
     """Why the Ray cluster named by --address cannot be used, in one line."""
 
 
-def start_ray(namespace: str, address: str | None) -> None:
-    """Join the Ray cluster at `address`, or start one inside this process.
+def check_dashboard_installed() -> None:
+    """Ray's dashboard needs ray[default]'s packages, which raygroups does not install by default."""
+    from ray._private.utils import get_dashboard_dependency_error
+
+    missing = get_dashboard_dependency_error()
+    if missing is not None:
+        raise RayJoinError(
+            f"--dashboard needs Ray's dashboard packages ({missing.name or missing}): "
+            f"pip install '{DASHBOARD_EXTRA}' (ray[default] of the same Ray version)"
+        )
+
+
+def start_ray(namespace: str, address: str | None, dashboard: bool = False) -> str | None:
+    """Join the Ray cluster at `address`, or start one inside this process; returns the Ray
+    dashboard's URL when `dashboard` asks for it and the cluster has one.
 
     Without an address, `ray.init()` joins whatever cluster a `ray start` on this machine last
     recorded, and hangs when that cluster is gone; "local" always starts a fresh one. An address
@@ -72,20 +92,24 @@ def start_ray(namespace: str, address: str | None) -> None:
     """
     import ray
 
+    if dashboard:
+        check_dashboard_installed()
     if address:
         check_reachable(address)
     raise_open_files_limit()  # before Ray starts: its processes inherit the limit
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     try:
-        ray.init(
+        context = ray.init(
             address=address or "local",
             namespace=namespace,
-            include_dashboard=False,
+            include_dashboard=dashboard,
             log_to_driver=False,
             logging_level=logging.WARNING,
         )
     except (RuntimeError, ConnectionError) as exc:
         raise RayJoinError(version_mismatch(address, str(exc)) or f"could not join the Ray cluster at {address}: {_last_line(exc)}") from None
+    url = getattr(context, "dashboard_url", None) if dashboard else None
+    return (url if "://" in url else f"http://{url}") if url else None
 
 
 PROBE_SECONDS = 5.0
@@ -174,8 +198,9 @@ def start_cluster(
 
         config = config.with_overrides({"raygroups.scram.credentials.file": str(path_in(Path(data_dir).resolve()))})
     owns_ray = not ray.is_initialized()
+    dashboard_url = None
     if owns_ray:
-        start_ray(namespace, address)
+        dashboard_url = start_ray(namespace, address, dashboard=bool(config["raygroups.dashboard"]))
     try:
         check_shared_storage(alive_nodes(), shared_data_dir)
     except BaseException:
@@ -185,11 +210,29 @@ def start_cluster(
     from cluster.actors.controller import ControllerActor
 
     controller = ControllerClient.spawn(ControllerActor, config, Path(data_dir).resolve(), host, port, namespace)
+    endpoint = None
     try:
         addresses = controller.start_blocking()
+        endpoint = start_metrics(config, controller, host)
     except BaseException:
         controller.kill()
         if owns_ray:
             ray.shutdown()
         raise
-    return RunningCluster(addresses, controller, namespace, owns_ray)
+    return RunningCluster(
+        addresses, controller, namespace, owns_ray,
+        metrics_url=endpoint.url if endpoint else None, dashboard_url=dashboard_url, metrics_endpoint=endpoint,
+    )
+
+
+def start_metrics(config: Config, controller: ControllerClient, host: str) -> Any:
+    """The Prometheus endpoint (cluster/metrics/endpoint.py) on raygroups.metrics.port; -1: none."""
+    port = config["raygroups.metrics.port"]
+    if port is None or port < 0:
+        return None
+    from cluster.metrics.endpoint import MetricsEndpoint
+
+    try:
+        return MetricsEndpoint.start(controller.metrics_blocking, host, port)
+    except OSError as exc:
+        raise RayJoinError(f"the metrics endpoint cannot listen on {host}:{port}: {exc.strerror or exc}") from None

@@ -31,6 +31,7 @@ from cluster.actors.common import ActorKind, kind_for_topic
 from cluster.config import Config
 from cluster.gateway_slots import GatewayKeeper
 from cluster.leadership import Leadership
+from cluster.metrics.registry import REGISTRY
 from cluster.metadata import ClusterMetadata
 from cluster.placement import LiveActor, RebalancePolicy, actors_by_node, desired_leadership, missing_actors
 from cluster.placement import rebalance, rebalance_due, retry_delay
@@ -198,6 +199,8 @@ class Reconciler:
                 await self.move(placement, reason=reason)
                 continue
             await self.move(placement, reason=f"failover from {origin}")
+            REGISTRY.inc("failovers")
+            REGISTRY.inc("failover_partitions", (), len(placement))
             took = (time.time() - (dead.died_at or time.time())) * 1000
             self.event("failover", f"{len(placement)} partitions of {origin} moved in {took:.0f} ms")
         await self._rebalance(live)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from cluster.actors.common import ActorKind, identity, wait_forever
 from cluster.config import Config
 from cluster.delayed_fetch import delayed_fetch
 from cluster.log import FlushPolicy, LogConfig, LogError
+from cluster.metrics.registry import REGISTRY
 from cluster.partition import FetchOutcome, UserPartition
 from cluster.runtime import (
     CoordinatorRuntime,
@@ -111,8 +113,14 @@ class CoordinatorHost:
 
     async def load(self, items: list[tuple[str, int, int]]) -> list[str]:
         """Load partitions; returns what log recovery cut, one line per partition that needed it."""
-        reports = await asyncio.gather(*(self.runtime.load((topic, p), epoch) for topic, p, epoch in items))
+        reports = await asyncio.gather(*(self._timed_load((topic, p), epoch) for topic, p, epoch in items))
         return [f"{t}-{p}: {r}" for (t, p, _), r in zip(items, reports) if r]
+
+    async def _timed_load(self, tp: tuple[str, int], epoch: int) -> str | None:
+        started = time.monotonic()
+        report = await self.runtime.load(tp, epoch)
+        REGISTRY.observe("partition_load_time_ms", (time.monotonic() - started) * 1000)
+        return report
 
     async def unload(self, items: list[tuple[str, int]]) -> None:
         await asyncio.gather(*(self.runtime.unload(tp) for tp in items))
@@ -259,6 +267,9 @@ class CoordinatorActorBody:
 
     async def load(self, items: list[tuple[str, int, int]]) -> list[str]:
         return await self.host.load(items)
+
+    async def metrics(self) -> dict[str, Any]:
+        return REGISTRY.snapshot()
 
     async def unload(self, items: list[tuple[str, int]]) -> None:
         await self.host.unload(items)

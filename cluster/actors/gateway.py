@@ -15,6 +15,7 @@ from cluster.gateway.connection_limits import ConnectionQuota, RequestMemory
 from cluster.gateway.gateway import Gateway
 from cluster.gateway.server import serve
 from cluster.leadership import Leadership
+from cluster.metrics.registry import REGISTRY
 
 
 @ray.remote
@@ -83,6 +84,11 @@ class GatewayActor:
                        closed_for_bad_input=self.stats.closed_for_bad_input,
                        refused_connections=self.stats.refused_connections)
         return out
+
+    async def metrics(self) -> dict[str, Any]:
+        """Request counters (recorded by the servers), and the client connections open now."""
+        open_now = self.stats.connections if self.stats is not None else 0
+        return REGISTRY.snapshot([("connections", {}, float(open_now))])
 
     async def shutdown(self) -> None:
         for server in (self.server, self.operator_server):

@@ -26,6 +26,8 @@ from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorErr
 from cluster.config import Config
 from cluster.leadership import Leadership, empty_leadership
 from cluster.metadata import CONSUMER_OFFSETS
+from cluster.metrics.rebalances import RebalanceWatch
+from cluster.metrics.registry import REGISTRY
 from cluster.persister import Persister
 from cluster.routing import Router
 from cluster.runtime import LoadInProgress, NotCoordinator
@@ -44,7 +46,16 @@ OPERATIONS = {
     "share_describe": "share_group_describe",
     "share_topics": "share_group_topics",
     "share_delete_prepare": "share_group_delete_prepare",
+    "offset_delete": "delete_offsets",
+    "share_offsets_alter": "alter_share_group_offsets",
+    "share_offsets_initialized": "share_offsets_initialized",
+    "share_offsets_delete": "share_offsets_delete_initiate",
+    "share_offsets_delete_complete": "share_offsets_delete_complete",
 }
+
+
+# Operations after which a group may have begun or completed a rebalance.
+_WATCHED = frozenset({"heartbeat", "leave", "share_heartbeat"})
 
 
 def group_coordinator_config(config: Config) -> GroupCoordinatorConfig:
@@ -79,6 +90,7 @@ class GroupCoordinatorActor(CoordinatorActorBody):
         self.router = Router(controller, empty_leadership())
         persister = Persister(self.router, config["share.coordinator.state.topic.num.partitions"])
         self.share_state = ShareGroupState(self.host.runtime, persister)
+        self.rebalances = RebalanceWatch()
 
     async def update_leadership(self, leadership: Leadership) -> None:
         self.router.update(leadership)
@@ -93,11 +105,40 @@ class GroupCoordinatorActor(CoordinatorActorBody):
         outcomes = await self.host.execute_all(CONSUMER_OFFSETS, OPERATIONS, items)
         for item, outcome in zip(items, outcomes):
             self.share_state.after(item, outcome)
+            if item[0] in _WATCHED:
+                self._observe(item)
+            elif item[0] == "commit":
+                REGISTRY.inc("offset_commits")
         return outcomes
 
     async def execute_stream(self, items: list[Item]):
+        for item in items:
+            if item[0] == "join":
+                self.rebalances.before_join(item[3].group_id, self._group(item))
         async for answered in self.host.execute_as_answered(CONSUMER_OFFSETS, OPERATIONS, items):
+            for index, _outcome in answered:
+                self._observe(items[index])
             yield answered
+
+    def _group(self, item: Item) -> Any:
+        partition = self.host.runtime.partitions.get((CONSUMER_OFFSETS, item[1]))
+        shard = getattr(partition, "shard", None)
+        return shard.groups.get(item[3].group_id) if shard is not None else None
+
+    def _observe(self, item: Item) -> None:
+        self.rebalances.observe(item[3].group_id, self._group(item))
+
+    async def metrics(self) -> dict[str, Any]:
+        """Counters, and the groups this actor leads by protocol and state (counted now)."""
+        counts: dict[tuple[str, str], int] = {}
+        for partition in list(self.host.runtime.partitions.values()):
+            shard = getattr(partition, "shard", None)
+            for group in list(getattr(shard, "groups", {}).values()):
+                key = (group.group_type, group.state.value)
+                counts[key] = counts.get(key, 0) + 1
+        gauges = [("group_count", {"protocol": protocol, "state": state}, float(n)) for (protocol, state), n in counts.items()]
+        gauges += [("share_group_count", {"state": state}, float(n)) for (protocol, state), n in counts.items() if protocol == "share"]
+        return REGISTRY.snapshot(gauges)
 
     async def list_groups(self, states: tuple[str, ...], types: tuple[str, ...]) -> tuple[Any, list[Any]]:
         """ListGroups over every partition this actor leads: (error or None, groups)."""

@@ -64,6 +64,7 @@ class Request:
     # Close once this answer is out: a failed authentication is answered, then the connection ends.
     close_after_reply: str | None = None
     raw_sasl: bool = False  # a raw SASL token after a SaslHandshake v0: answered as a raw token
+    received_at: float = 0.0  # time.perf_counter() when its frame was read (request latency metrics)
 
 
 @dataclass(slots=True)

@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from cluster.gateway.auth.session import Session
 from cluster.gateway.connection_limits import ConnectionQuota, RequestMemory
 from cluster.gateway.log_limit import RateLimitedLog
+from cluster.metrics.requests import record_request
 from cluster.gateway.connection import (
     Close,
     KafkaConnection,
@@ -86,6 +88,7 @@ class KafkaProtocol(asyncio.Protocol):
             self._on_close(self._id)
 
     def data_received(self, data: bytes) -> None:
+        now = time.perf_counter()
         for event in self._conn.receive(data):
             if isinstance(event, Close):
                 self._stats.closed_for_bad_input += 1
@@ -94,6 +97,7 @@ class KafkaProtocol(asyncio.Protocol):
                 self._abort()
                 return
             self._stats.requests += 1
+            event.received_at = now
             event.client_host = self._peer
             event.connection_id = self._id
             try:
@@ -144,6 +148,9 @@ class KafkaProtocol(asyncio.Protocol):
             if self._transport is None:
                 return
             if isinstance(event, Reply):
+                request = event.request
+                record_request(request.api_key, (time.perf_counter() - request.received_at) * 1000, request.size + 4,
+                               len(event.data) if event.data is not None else 0)
                 if event.data is not None:
                     self._transport.write(event.data)
                 if event.request.after_reply is not None:

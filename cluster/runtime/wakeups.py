@@ -71,16 +71,24 @@ class WakeupTimer:
         self._wakeups = wakeups
         self._on_expiry = on_expiry
         self._handles: dict[Hashable, Any] = {}
+        self._armed_at: dict[Hashable, int] = {}  # when each key was armed: a lock's age (metrics)
 
     def schedule(self, key: Hashable, delay_ms: int, operation: TimerOperation) -> None:
         self.cancel(key)
-        deadline = self._clock.now_ms() + max(0, delay_ms)
+        now = self._clock.now_ms()
+        deadline = now + max(0, delay_ms)
         self._handles[key] = self._wakeups.call_at(deadline, lambda: self._fire(key, operation))
+        self._armed_at[key] = now
 
     def cancel(self, key: Hashable) -> None:
         handle = self._handles.pop(key, None)
         if handle is not None:
             handle.cancel()
+            del self._armed_at[key]
+
+    def armed_at(self, key: Hashable) -> int | None:
+        """When the timer of `key` was armed (clock ms), if it still is."""
+        return self._armed_at.get(key)
 
     def is_scheduled(self, key: Hashable) -> bool:
         return key in self._handles
@@ -89,7 +97,9 @@ class WakeupTimer:
         for handle in self._handles.values():
             handle.cancel()
         self._handles.clear()
+        self._armed_at.clear()
 
     def _fire(self, key: Hashable, operation: TimerOperation) -> None:
         self._handles.pop(key, None)
+        self._armed_at.pop(key, None)
         self._on_expiry(operation)

@@ -18,6 +18,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from sharestate import messages as m
+from sharestate.inflight import RecordState
 from sharestate.partition import (
     AcknowledgementBatch,
     AcquiredRecords,
@@ -26,6 +27,7 @@ from sharestate.partition import (
     SharePartitionState,
 )
 
+from cluster.metrics.registry import REGISTRY
 from cluster.partition import UserPartition
 from cluster.recordbatch import iter_batches
 from cluster.runtime import WakeupTimer
@@ -129,6 +131,7 @@ class SharePartitionHost:
         acquired = share.acquire(member_id, max_records, offset, [(h.base_offset, h.last_offset) for _, h in spans])
         if not acquired:
             return b"", []
+        REGISTRY.inc("share_records_acquired", (), sum(a.last_offset - a.first_offset + 1 for a in acquired))
         # Whole batches that hold an acquired offset; the client skips records outside the
         # acquired ranges (they belong to someone else or are done).
         view = memoryview(read.records)
@@ -146,6 +149,7 @@ class SharePartitionHost:
         if outcome.error_code != ErrorCode.none:
             out.acknowledge_error_code, out.acknowledge_error_message = outcome.error_code, outcome.message or None
             return _nothing()
+        _count_acknowledgements(batches)
         if outcome.write is None:
             return _nothing()  # RENEW only, or nothing left in flight: nothing to store
         answer = self.writes.submit(outcome.write, answer=True)
@@ -160,6 +164,19 @@ class SharePartitionHost:
         self.writes.submit(write)
         return write is not None
 
+    def gauges(self, now_ms: int) -> list[tuple[str, dict[str, str], float]]:
+        """Records in flight by state, and the age of the oldest acquisition lock still holding
+        records (lock ids grow, so the smallest one held is the oldest), for a scrape."""
+        group_id, topic, p = self.key
+        labels = {"group": group_id, "topic": topic, "partition": str(p)}
+        share = self.share
+        out = [("share_partition_records_in_flight", {**labels, "state": state}, float(n)) for state, n in share.counts().items()]
+        held = [s.lock_id for first in share.firsts for _, _, s in share.cached_state[first].states()
+                if s.lock_id is not None and s.state is RecordState.ACQUIRED]
+        armed = self.timer.armed_at(("lock", group_id, share.topic_id, p, min(held))) if held else None
+        out.append(("share_partition_oldest_lock_age_ms", labels, float(max(0, now_ms - armed)) if armed is not None else 0.0))
+        return out
+
     def describe(self) -> dict[str, Any]:
         group_id, topic, p = self.key
         share = self.share
@@ -171,6 +188,24 @@ class SharePartitionHost:
             "end_offset": share.end_offset,
             **share.counts(),
         }
+
+
+_ACK_TYPES = {1: (("type", "accept"),), 2: (("type", "release"),), 3: (("type", "reject"),), 4: (("type", "renew"),)}
+
+
+def _count_acknowledgements(batches: Sequence[AcknowledgementBatch]) -> None:
+    """Records acknowledged, by type (Kafka's RecordAcknowledgementsPerSec; gaps are not records)."""
+    for batch in batches:
+        types = batch.acknowledge_types
+        if len(types) == 1:
+            labels = _ACK_TYPES.get(types[0])
+            if labels is not None:
+                REGISTRY.inc("share_acknowledgements", labels, batch.last_offset - batch.first_offset + 1)
+            continue
+        for ack_type in types:
+            labels = _ACK_TYPES.get(ack_type)
+            if labels is not None:
+                REGISTRY.inc("share_acknowledgements", labels)
 
 
 async def _answered(answer: asyncio.Future, out: ShareOutcome) -> None:
