@@ -163,6 +163,19 @@ class ClassicGroup:
     def not_yet_rejoined(self) -> list[ClassicMember]:
         return [m for m in self.members.values() if not m.is_awaiting_join]
 
+    def shared(self, protocols: Protocols, client_id: str, client_host: str) -> tuple[Protocols, str, str]:
+        """The leader's copies of these values where they are equal: members of a group mostly send
+        the same subscription, client id and host, and each decoded request brings its own copy
+        (an idle member's memory: issue 12)."""
+        peer = self.members.get(self.leader_id) if self.leader_id is not None else None
+        if peer is None:
+            return protocols, client_id, client_host
+        return (
+            peer.protocols if peer.protocols == protocols else protocols,
+            peer.client_id if peer.client_id == client_id else client_id,
+            peer.client_host if peer.client_host == client_host else client_host,
+        )
+
     def put(self, member: ClassicMember) -> None:
         """Add or replace a member, keeping the counters Kafka keeps alongside."""
         old = self.members.get(member.member_id)

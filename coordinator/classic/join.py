@@ -143,15 +143,16 @@ def _join_existing_member(ctx: OperationContext, group: ClassicGroup, req: JoinG
 def _add_member_then_rebalance_or_complete_join(
     ctx: OperationContext, group: ClassicGroup, req: JoinGroupRequest, member_id: str, token: RequestToken
 ) -> JoinGroupResponse:
+    protocols, client_id, client_host = group.shared(req.protocols, req.client_id, req.client_host)
     member = ClassicMember(
         member_id=member_id,
         group_instance_id=req.group_instance_id,
-        client_id=req.client_id,
-        client_host=req.client_host,
+        client_id=client_id,
+        client_host=client_host,
         rebalance_timeout_ms=req.rebalance_timeout_ms,
         session_timeout_ms=req.session_timeout_ms,
-        protocol_type=req.protocol_type,
-        protocols=req.protocols,
+        protocol_type=group.protocol_type if group.protocol_type == req.protocol_type else req.protocol_type,
+        protocols=protocols,
         awaiting_join=token,
         is_new=True,
     )
@@ -173,7 +174,7 @@ def _update_member_then_rebalance_or_complete_join(
     group.put(
         replace(
             member,
-            protocols=req.protocols,
+            protocols=group.shared(req.protocols, "", "")[0],
             rebalance_timeout_ms=req.rebalance_timeout_ms,
             session_timeout_ms=req.session_timeout_ms,
             awaiting_join=token,
@@ -209,7 +210,7 @@ def _replace_static_member_then_rebalance_or_complete_join(
         replace(
             old,
             member_id=new_member_id,
-            protocols=req.protocols,
+            protocols=group.shared(req.protocols, "", "")[0],
             rebalance_timeout_ms=req.rebalance_timeout_ms,
             session_timeout_ms=req.session_timeout_ms,
             awaiting_join=token,
