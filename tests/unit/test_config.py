@@ -24,12 +24,12 @@ def test_command_line_overrides_file(tmp_path):
     "pair, message",
     [
         ("no.such.setting=1", "unknown configuration"),
-        ("num.partitions=zero", "bad value for num.partitions"),
-        ("num.partitions=0", "positive"),
+        ("num.partitions=zero", "bad value for num.partitions: expected an integer, got 'zero'"),
+        ("num.partitions=0", "bad value for num.partitions: must be at least 1, got 0"),
         ("raygroups.log.flush=sometimes", "batch, none"),
         ("num.partitions", "name=value"),
     ],
 )
 def test_bad_settings_are_one_line_errors(pair, message):
     with pytest.raises(ConfigError, match=message):
-        Config.load([pair])
+        Config.load([pair], check_ranges=True)

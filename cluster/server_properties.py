@@ -1,0 +1,81 @@
+"""What a user configures (`--config-file`, `--config`), read the way Kafka reads server.properties.
+
+A stock Kafka server.properties starts a cluster: the broker settings raygroups has no use for
+(process.roles, node.id, controller.quorum.*, replication factors, ...) are listed in one warning
+instead of refused; `listeners`/`advertised.listeners` lose their KRaft controller listeners (the
+names in controller.listener.names), which raygroups does not have; the first of `log.dirs` is the
+data directory unless one is given on the command line. A name neither Kafka's nor raygroups' is
+still an error, and every value is held to its range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cluster.config import SETTINGS, Config, parse_pairs, parse_values, read_properties
+from cluster.kafka_broker_names import is_kafka_setting
+
+_LISTENER_SETTINGS = ("listeners", "advertised.listeners")
+_LOG_DIRS = ("log.dirs", "log.dir")  # Kafka: log.dirs wins over log.dir
+
+
+@dataclass
+class UserConfig:
+    config: Config
+    warnings: list[str] = field(default_factory=list)
+    data_dir: Path | None = None  # from log.dirs
+
+
+def load_user_config(pairs: Iterable[str] = (), config_file: Path | None = None) -> UserConfig:
+    """Raises ConfigError (one line) for an unknown name or a bad value; the command line wins."""
+    raw: dict[str, str] = {}
+    if config_file is not None:
+        raw.update(read_properties(config_file))
+    raw.update(parse_pairs(pairs))
+    return map_kafka_settings(raw)
+
+
+def map_kafka_settings(raw: Mapping[str, str]) -> UserConfig:
+    ours: dict[str, str] = {}
+    ignored: list[str] = []
+    warnings: list[str] = []
+    controllers = {n.strip().upper() for n in raw.get("controller.listener.names", "").split(",") if n.strip()}
+    for name, text in raw.items():
+        if name in _LISTENER_SETTINGS:
+            kept, dropped = _without_controllers(text, controllers)
+            if dropped:
+                warnings.append(f"{name}: {', '.join(dropped)} ignored (a KRaft controller listener; raygroups has none)")
+            ours[name] = kept
+        elif name in _LOG_DIRS:
+            continue
+        elif name in SETTINGS or not is_kafka_setting(name):
+            ours[name] = text  # not Kafka's either: parse_values names it as unknown
+        else:
+            ignored.append(name)
+    data_dir, note = _data_dir(raw)
+    if note:
+        warnings.append(note)
+    if ignored:
+        warnings.append(f"Kafka broker settings that do not apply to raygroups, ignored: {', '.join(ignored)}")
+    return UserConfig(Config(parse_values(ours, check_ranges=True)), warnings, data_dir)
+
+
+def _without_controllers(text: str, controllers: set[str]) -> tuple[str, list[str]]:
+    kept, dropped = [], []
+    for item in (i.strip() for i in text.split(",")):
+        if not item:
+            continue
+        name = item.partition("://")[0].upper()
+        (dropped if name in controllers else kept).append(item)
+    return ",".join(kept), dropped
+
+
+def _data_dir(raw: Mapping[str, str]) -> tuple[Path | None, str]:
+    for name in _LOG_DIRS:
+        dirs = [d.strip() for d in raw.get(name, "").split(",") if d.strip()]
+        if dirs:
+            rest = f"; {', '.join(dirs[1:])} ignored (raygroups keeps one data directory)" if len(dirs) > 1 else ""
+            return Path(dirs[0]), (f"{name}: data in {dirs[0]}{rest}" if rest else "")
+    return None, ""

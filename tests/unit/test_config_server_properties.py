@@ -1,0 +1,60 @@
+"""A real Kafka server.properties: broker settings raygroups has no use for are warned about, not
+refused; listeners lose the KRaft controller listener; log.dirs gives the data directory."""
+
+from pathlib import Path
+
+import pytest
+
+from cluster.config import ConfigError
+from cluster.server_properties import load_user_config
+
+STOCK = Path(__file__).parents[1] / "data" / "kafka-server.properties"
+
+
+def test_the_stock_file_loads_with_warnings_only():
+    user = load_user_config(config_file=STOCK)
+    assert user.config["listeners"] == "PLAINTEXT://:9092"
+    assert user.config["advertised.listeners"] == "PLAINTEXT://localhost:9092"
+    assert user.config["num.partitions"] == 1
+    assert user.config["socket.request.max.bytes"] == 104857600
+    assert user.data_dir == Path("/tmp/kraft-combined-logs")
+    ignored = [w for w in user.warnings if w.startswith("Kafka broker settings")]
+    assert len(ignored) == 1
+    for name in ("process.roles", "node.id", "controller.quorum.voters", "log.retention.hours",
+                 "offsets.topic.replication.factor", "num.network.threads"):
+        assert name in ignored[0]
+    assert any("CONTROLLER://:9093 ignored" in w for w in user.warnings)
+    assert all("\n" not in w for w in user.warnings)
+
+
+def test_kafka_4_names_are_known_too():
+    user = load_user_config(["controller.quorum.bootstrap.servers=localhost:9093", "group.coordinator.threads=4",
+                             "listener.name.sasl_ssl.plain.sasl.jaas.config=x"])
+    assert "controller.quorum.bootstrap.servers, group.coordinator.threads" in user.warnings[0]
+
+
+def test_a_name_neither_kafkas_nor_ours_is_an_error(tmp_path):
+    f = tmp_path / "server.properties"
+    f.write_text("process.roles=broker\nnum.partitons=3\n")
+    with pytest.raises(ConfigError, match="unknown configuration 'num.partitons'"):
+        load_user_config(config_file=f)
+
+
+def test_values_from_a_file_are_held_to_kafkas_ranges(tmp_path):
+    f = tmp_path / "server.properties"
+    f.write_text("group.share.delivery.count.limit = 100\n")
+    with pytest.raises(ConfigError, match="bad value for group.share.delivery.count.limit: must be between 2 and 10"):
+        load_user_config(config_file=f)
+
+
+def test_the_command_line_wins_over_the_file(tmp_path):
+    f = tmp_path / "server.properties"
+    f.write_text("num.partitions=3\nlog.dirs=/a,/b\nlog.dir=/c\n")
+    user = load_user_config(["num.partitions=4"], f)
+    assert user.config["num.partitions"] == 4
+    assert user.data_dir == Path("/a")
+    assert any("/b ignored" in w for w in user.warnings)
+
+
+def test_log_dir_alone_gives_the_data_directory():
+    assert load_user_config(["log.dir=/data/k"]).data_dir == Path("/data/k")
