@@ -16,11 +16,11 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 import typer
-from rich.table import Table
 
 from cluster.admin_client import AdminError, Security, admin_call
 from cluster.cli_output import console, err, fail
-from cluster.config import Config, ConfigError
+from cluster.cli_tables import actors_document, actors_table, print_json, print_status, status_document
+from cluster.config import SETTINGS, Config, ConfigError
 
 app = typer.Typer(
     add_completion=False,
@@ -28,65 +28,121 @@ app = typer.Typer(
     help="Kafka group coordination (classic and share groups) on Ray actors.",
 )
 
-DEFAULT_BOOTSTRAP = os.environ.get("RAYGROUPS_BOOTSTRAP", "127.0.0.1:9092")
-BootstrapOption = typer.Option(DEFAULT_BOOTSTRAP, "--bootstrap", "-b", help="a gateway, host:port")
+BootstrapOption = typer.Option("127.0.0.1:9092", "--bootstrap", "-b", envvar="RAYGROUPS_BOOTSTRAP",
+                               help="a gateway, host:port")
+JsonOption = typer.Option(False, "--json", envvar="RAYGROUPS_JSON", help="one JSON document instead of tables")
 
 
-def load_config(pairs: list[str], config_file: Path | None, overrides: dict[str, Any]) -> Config:
+def _version(value: bool) -> None:
+    if not value:
+        return
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    def of(package: str) -> str:
+        try:
+            return version(package)
+        except PackageNotFoundError:
+            return "not installed"
+
+    typer.echo(f"raygroups {of('raygroups')} (Ray {of('ray')}, Python {platform.python_version()})")
+    raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="raygroups', Ray's and Python's versions"),
+) -> None:
+    """Kafka group coordination (classic and share groups) on Ray actors."""
+
+
+def _setting_option(option: str, setting: str, text: str | None) -> Any:
+    """An option that stands for a setting, held to the setting's range: `--port abc` or
+    `--coordinators 0` is one line naming the option, as `--config` names the setting."""
+    if text is None:
+        return None
     try:
-        config = Config.load(pairs, config_file)
-    except ConfigError as exc:
-        fail(str(exc))
-    return config.with_overrides({k: v for k, v in overrides.items() if v is not None})
+        return SETTINGS[setting].parse(text)
+    except ValueError as exc:
+        fail(f"{option}: {exc}")
+
+
+def _int_option(option: str, text: str | None, low: int, high: int) -> int | None:
+    from cluster.config_values import Int
+
+    if text is None:
+        return None
+    kind = Int(low, high)
+    try:
+        value = kind.convert(text)
+        kind.check(value)
+    except ValueError as exc:
+        fail(f"{option}: {exc}")
+    return value
 
 
 @app.command()
 def up(
-    host: str = typer.Option("127.0.0.1", help="address the gateways listen on (0.0.0.0: every interface)"),
-    advertised_host: Optional[str] = typer.Option(None, help="address clients are told to connect to (Kafka's advertised.listeners host); default: --host, or the node's IP when --host is 0.0.0.0"),
-    port: int = typer.Option(9092, help="first gateway port (gateway i listens on port+i; 0 picks free ports)"),
-    gateways: Optional[str] = typer.Option(None, help="gateways (brokers as clients see them): a count, or per-node (one on each Ray node; the default on a multi-node cluster)"),
-    address: Optional[str] = typer.Option(None, help="join this Ray cluster (auto for the one `ray start` recorded, ray://host:port or host:port); without it an embedded Ray starts"),
-    data_dir: Optional[Path] = typer.Option(None, help="where partition logs live; reused on restart [default: raygroups-data]"),
-    shared_data_dir: Optional[Path] = typer.Option(None, help="the data directory, on storage every Ray node mounts (NFS, a shared volume); required on more than one node"),
-    coordinators: Optional[int] = typer.Option(None, help="group coordinator actors"),
-    share_coordinators: Optional[int] = typer.Option(None, help="share coordinator actors"),
-    partition_leaders: Optional[int] = typer.Option(None, help="partition leader actors"),
-    config: list[str] = typer.Option([], "--config", "-c", help="name=value, Kafka names (repeatable)"),
-    config_file: Optional[Path] = typer.Option(None, help="server.properties-style file"),
+    host: str = typer.Option("127.0.0.1", envvar="RAYGROUPS_HOST", help="address the gateways listen on (0.0.0.0: every interface)"),
+    advertised_host: Optional[str] = typer.Option(None, envvar="RAYGROUPS_ADVERTISED_HOST", help="address clients are told to connect to (Kafka's advertised.listeners host); default: --host, or the node's IP when --host is 0.0.0.0"),
+    port: str = typer.Option("9092", envvar="RAYGROUPS_PORT", help="first gateway port, 0..65535 (gateway i listens on port+i; 0 picks free ports)"),
+    gateways: Optional[str] = typer.Option(None, envvar="RAYGROUPS_GATEWAYS", help="gateways (brokers as clients see them): a count, or per-node (one on each Ray node; the default on a multi-node cluster)"),
+    address: Optional[str] = typer.Option(None, envvar="RAYGROUPS_ADDRESS", help="join this Ray cluster (auto for the one `ray start` recorded, ray://host:port or host:port); without it an embedded Ray starts"),
+    data_dir: Optional[Path] = typer.Option(None, envvar="RAYGROUPS_DATA_DIR", help="where partition logs live; reused on restart [default: the first of log.dirs, else raygroups-data]"),
+    shared_data_dir: Optional[Path] = typer.Option(None, envvar="RAYGROUPS_SHARED_DATA_DIR", help="the data directory, on storage every Ray node mounts (NFS, a shared volume); required on more than one node"),
+    coordinators: Optional[str] = typer.Option(None, envvar="RAYGROUPS_COORDINATORS", help="group coordinator actors (at least 1)"),
+    share_coordinators: Optional[str] = typer.Option(None, envvar="RAYGROUPS_SHARE_COORDINATORS", help="share coordinator actors (at least 1)"),
+    partition_leaders: Optional[str] = typer.Option(None, envvar="RAYGROUPS_PARTITION_LEADERS", help="partition leader actors (at least 1)"),
+    config: list[str] = typer.Option([], "--config", "-c", envvar="RAYGROUPS_CONFIG", help="name=value, Kafka names (repeatable; `raygroups config` lists them)"),
+    config_file: Optional[Path] = typer.Option(None, envvar="RAYGROUPS_CONFIG_FILE", help="a Kafka server.properties (Java properties syntax); broker settings raygroups has no use for are warned about"),
+    metrics_port: Optional[str] = typer.Option(None, envvar="RAYGROUPS_METRICS_PORT", help="serve Prometheus metrics at http://HOST:PORT/metrics (0: a free port)"),
+    dashboard: bool = typer.Option(False, "--dashboard", envvar="RAYGROUPS_DASHBOARD", help="start Ray's dashboard (embedded Ray only) and print its URL"),
 ) -> None:
     """Start a cluster and serve until SIGINT/SIGTERM; prints `READY host:port[,...]` when serving."""
-    cfg = load_config(
-        config,
-        config_file,
-        {
-            "raygroups.gateways": _gateway_count(gateways),
-            "raygroups.coordinators": coordinators,
-            "raygroups.share.coordinators": share_coordinators,
-            "raygroups.partition.leaders": partition_leaders,
-        },
-    )
-    if port < 0 or port > 65535:
-        fail(f"--port must be 0..65535, got {port}")
+    from cluster.server_properties import load_user_config
+
+    overrides = {
+        "raygroups.gateways": _setting_option("--gateways", "raygroups.gateways", gateways),
+        "raygroups.coordinators": _setting_option("--coordinators", "raygroups.coordinators", coordinators),
+        "raygroups.share.coordinators": _setting_option("--share-coordinators", "raygroups.share.coordinators", share_coordinators),
+        "raygroups.partition.leaders": _setting_option("--partition-leaders", "raygroups.partition.leaders", partition_leaders),
+        "raygroups.metrics.port": _setting_option("--metrics-port", "raygroups.metrics.port", metrics_port),
+        "raygroups.dashboard": True if dashboard else None,
+    }
+    bind_port = _int_option("--port", port, 0, 65535)
+    try:
+        user = load_user_config(config, config_file)
+    except ConfigError as exc:
+        fail(str(exc))
+    cfg = user.config.with_overrides({k: v for k, v in overrides.items() if v is not None})
     if data_dir is not None and shared_data_dir is not None and data_dir.resolve() != shared_data_dir.resolve():
         fail("give --data-dir or --shared-data-dir, not two different directories")
-    data_dir = shared_data_dir or data_dir or Path("raygroups-data")
-    host, port = _client_listener_address(cfg, host, port)
+    data_dir = shared_data_dir or data_dir or user.data_dir or Path("raygroups-data")
+    host, bind_port = _client_listener_address(cfg, host, bind_port)
     cfg = _advertised(cfg, advertised_host)
+    for warning in user.warnings:
+        err.print(f"[yellow]warning:[/] {warning}", highlight=False)
     from cluster.launcher import RayJoinError, start_cluster
 
     try:
-        cluster = start_cluster(cfg, data_dir, host=host, port=port, address=address,
+        cluster = start_cluster(cfg, data_dir, host=host, port=bind_port, address=address,
                                 shared_data_dir=shared_data_dir is not None)
     except RayJoinError as exc:
         fail(str(exc))
     except Exception as exc:
-        fail(f"cluster did not start: {_one_line(exc)}")
+        from cluster.ray_logs import ray_log_dir
+
+        fail(f"cluster did not start: {_one_line(exc)} (Ray's logs: {ray_log_dir()})")
     # After ray.init: Ray installs its own SIGTERM handler, which would kill us mid-shutdown.
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     print(f"READY {cluster.bootstrap}", flush=True)
+    for label, attribute in (("metrics", "metrics_url"), ("Ray dashboard", "dashboard_url")):
+        url = getattr(cluster, attribute, None)
+        if url:
+            err.print(f"{label} at {url}", highlight=False)
     err.print(f"[dim]data in {data_dir.resolve()}; Ctrl-C stops the cluster cleanly[/]")
     seen = 0
     try:
@@ -104,15 +160,25 @@ def up(
         err.print("stopped")
 
 
-def _gateway_count(text: str | None) -> int | str | None:
-    from cluster.config import SETTINGS
+@app.command("config")
+def config_command(as_json: bool = JsonOption) -> None:
+    """Every setting: name, default, range and meaning (Kafka's names and ranges where Kafka has them)."""
+    rows = [
+        {"name": s.name, "default": _shown(s.default), "range": s.range, "meaning": s.doc}
+        for s in sorted(SETTINGS.values(), key=lambda s: s.name)
+    ]
+    if as_json:
+        print_json(rows)
+        return
+    from cluster.cli_tables import settings_table
 
-    if text is None:
-        return None
-    try:
-        return SETTINGS["raygroups.gateways"].parse(text)
-    except ValueError as exc:
-        fail(f"--gateways: {exc}")
+    console.print(settings_table(rows))
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
 
 
 def _advertised(cfg: Config, advertised_host: str | None) -> Config:
@@ -176,94 +242,46 @@ def _admin(bootstrap: str, op: str, **args: Any) -> Any:
         fail(str(exc))
 
 
-def _actors_table(actors: list[dict[str, Any]]) -> Table:
-    table = Table(title="actors")
-    for col in ("name", "kind", "node", "alive", "partitions led", "detail"):
-        table.add_column(col)
-    for a in sorted(actors, key=lambda a: (a["kind"], a["name"])):
-        parts = a.get("partitions") or []
-        detail = a.get("address", "")
-        if a["kind"] == "gateway" and "connections" in a:
-            detail = f"{detail} conns={a['connections']} reqs={a['requests']}"
-        if a.get("error"):
-            detail = a["error"]
-        table.add_row(
-            a["name"],
-            a["kind"],
-            (a.get("node_id") or "")[:8],
-            "[green]yes[/]" if a["alive"] else "[red]dead[/]",
-            str(len(parts)),
-            detail,
-        )
-    return table
-
-
-def _share_partitions_table(share_partitions: list[dict[str, Any]]) -> Table:
-    """In-flight records of the share partitions the partition leaders hold (KIP-1226's direction)."""
-    table = Table(title="share partitions in flight (on their leaders)")
-    for col in ("group", "topic-partition", "start", "end", "available", "acquired", "acknowledged", "archived"):
-        table.add_column(col, justify="left" if col in ("group", "topic-partition") else "right")
-    for sp in sorted(share_partitions, key=lambda x: (x["group"], x["topic"], x["partition"])):
-        table.add_row(
-            sp["group"],
-            f"{sp['topic']}-{sp['partition']}",
-            str(sp["start_offset"]),
-            str(sp["end_offset"]),
-            *(str(sp.get(k, 0)) for k in ("available", "acquired", "acknowledged", "archived")),
-        )
-    return table
-
-
 @app.command()
-def actors(bootstrap: str = BootstrapOption) -> None:
+def actors(bootstrap: str = BootstrapOption, as_json: bool = JsonOption) -> None:
     """Every actor: name, kind, node, alive, partitions led."""
-    console.print(_actors_table(_admin(bootstrap, "actors")))
+    actor_list = _admin(bootstrap, "actors")
+    if as_json:
+        print_json(actors_document(actor_list, _admin(bootstrap, "status")["leaders"]))
+        return
+    console.print(actors_table(actor_list))
 
 
 @app.command()
-def status(bootstrap: str = BootstrapOption) -> None:
+def status(bootstrap: str = BootstrapOption, as_json: bool = JsonOption) -> None:
     """The cluster at a glance: actors, nodes, leadership, topics, groups by state, share partitions in flight."""
     state = _admin(bootstrap, "status")
     actor_list = _admin(bootstrap, "actors")
-    console.print(_actors_table(actor_list))
-    nodes = sorted({a.get("node_id") or "?" for a in actor_list if a["alive"]})
-    console.print(f"[bold]{len(nodes)}[/] Ray node(s): " + ", ".join(n[:8] for n in nodes))
-    topics = Table(title="topics")
-    for col in ("topic", "partitions", "internal", "leaders (actor: partitions)"):
-        topics.add_column(col)
-    by_topic: dict[str, dict[str, int]] = {}
-    for lead in state["leaders"]:
-        by_topic.setdefault(lead["topic"], {}).setdefault(lead["actor"], 0)
-        by_topic[lead["topic"]][lead["actor"]] += 1
-    for t in state["topics"]:
-        spread = ", ".join(f"{a}: {n}" for a, n in sorted(by_topic.get(t["name"], {}).items()))
-        topics.add_row(t["name"], str(t["partitions"]), "yes" if t["internal"] else "", spread or "[red]none[/]")
-    console.print(topics)
-    groups = Table(title="groups")
-    for col in ("type", "state", "groups"):
-        groups.add_column(col)
-    for group_type, by_state in sorted(state.get("groups", {}).items()):
-        for group_state, count in sorted(by_state.items()):
-            groups.add_row(group_type, group_state, str(count))
-    if not state.get("groups"):
-        groups.add_row("", "none yet", "0")
-    console.print(groups)
-    share_partitions = [sp for a in actor_list for sp in a.get("share_partitions") or []]
-    if share_partitions:
-        console.print(_share_partitions_table(share_partitions))
-    if state["events"]:
-        events = Table(title="recent events")
-        events.add_column("time")
-        events.add_column("event")
-        events.add_column("detail")
-        for e in state["events"][-10:]:
-            events.add_row(time.strftime("%H:%M:%S", time.localtime(e["time"])), e["kind"], e["message"])
-        console.print(events)
+    if as_json:
+        print_json(status_document(state, actor_list))
+        return
+    print_status(state, actor_list)
 
 
 @app.command()
-def kill(name: str = typer.Argument(..., help="actor name, as `raygroups actors` lists it"), bootstrap: str = BootstrapOption) -> None:
+def kill(
+    name: Optional[str] = typer.Argument(None, help="actor name, as `raygroups actors` lists it"),
+    coordinator_of: Optional[str] = typer.Option(None, "--coordinator-of", envvar="RAYGROUPS_COORDINATOR_OF",
+                                                 help="the actor leading this group's __consumer_offsets partition"),
+    leader_of: Optional[str] = typer.Option(None, "--leader-of", envvar="RAYGROUPS_LEADER_OF",
+                                            help="the actor leading TOPIC-PARTITION, e.g. orders-3"),
+    bootstrap: str = BootstrapOption,
+) -> None:
     """Hard-kill one actor (as ray.kill); the controller fails its partitions over."""
+    from cluster.kill_target import KillTargetError, kill_target
+
+    if sum(x is not None for x in (name, coordinator_of, leader_of)) != 1:
+        fail("name one actor: ACTOR_NAME, --coordinator-of GROUP or --leader-of TOPIC-PARTITION")
+    if name is None:
+        try:
+            name = kill_target(_admin(bootstrap, "status"), coordinator_of=coordinator_of, leader_of=leader_of)
+        except KillTargetError as exc:
+            fail(str(exc))
     _admin(bootstrap, "kill", name=name)
     console.print(f"killed {name}")
 
@@ -271,7 +289,7 @@ def kill(name: str = typer.Argument(..., help="actor name, as `raygroups actors`
 @app.command()
 def pause(
     name: str = typer.Argument(..., help="actor name, as `raygroups actors` lists it"),
-    seconds: float = typer.Option(5.0, "--seconds", "-s", help="how long the actor stays stopped"),
+    seconds: float = typer.Option(5.0, "--seconds", "-s", envvar="RAYGROUPS_PAUSE_SECONDS", help="how long the actor stays stopped"),
     bootstrap: str = BootstrapOption,
 ) -> None:
     """Stop one actor's process (SIGSTOP) for a while, then let it go on (SIGCONT)."""

@@ -14,7 +14,7 @@ from cluster.cli_output import fail
 
 user_app = typer.Typer(help="SCRAM users (SASL/SCRAM-SHA-256/512 and PLAIN) of a data directory.", no_args_is_help=True)
 
-DataDir = typer.Option(Path("raygroups-data"), "--data-dir", help="the cluster's data directory")
+DataDir = typer.Option(Path("raygroups-data"), "--data-dir", envvar="RAYGROUPS_DATA_DIR", help="the cluster's data directory")
 
 
 def _store(data_dir: Path):
@@ -29,8 +29,9 @@ def add(
     data_dir: Path = DataDir,
     password: Optional[str] = typer.Option(None, "--password", envvar="RAYGROUPS_USER_PASSWORD",
                                            help="the password (else asked for; or RAYGROUPS_USER_PASSWORD)"),
-    mechanism: list[str] = typer.Option(["SCRAM-SHA-256", "SCRAM-SHA-512"], "--mechanism", help="repeatable"),
-    iterations: int = typer.Option(4096, help="PBKDF2 iterations (at least 4096)"),
+    mechanism: list[str] = typer.Option(["SCRAM-SHA-256", "SCRAM-SHA-512"], "--mechanism", envvar="RAYGROUPS_USER_MECHANISM",
+                                        help="repeatable"),
+    iterations: int = typer.Option(4096, envvar="RAYGROUPS_USER_ITERATIONS", help="PBKDF2 iterations (at least 4096)"),
 ) -> None:
     """Add a user, or change its password (salted credentials for each mechanism)."""
     from cluster.gateway.auth.scram import make_credential
