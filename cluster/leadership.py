@@ -25,6 +25,9 @@ class Leadership:
     leaders: dict[tuple[str, int], tuple[str, int]]
     handles: dict[str, Any] = field(default_factory=dict)
     topics_by_id: dict[Any, TopicInfo] = field(default_factory=dict)
+    # group id -> its config overrides (cluster/group_configs.py): the partition leaders' share
+    # partitions and the gateways' ShareFetch answers follow them.
+    group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.topics_by_id = {info.topic_id: info for info in self.topics.values()}

@@ -69,10 +69,23 @@ class ProducerIdsValue:
     next_producer_id: int  # first id of the next block
 
 
+@dataclass(frozen=True, slots=True)
+class GroupConfigKey:
+    """A group's config overrides (Kafka's ConfigRecord of a GROUP resource; cluster/group_configs.py)."""
+
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigValue:
+    configs: dict[str, str]  # name -> value, as set; a group with none has no record (a tombstone)
+
+
 CODEC = RecordCodec("cluster-metadata")
 CODEC.register(TopicKey, TopicValue, name="Topic")
 CODEC.register(PartitionEpochKey, PartitionEpochValue, name="PartitionEpoch")
 CODEC.register(ProducerIdsKey, ProducerIdsValue, name="ProducerIds")
+CODEC.register(GroupConfigKey, GroupConfigValue, name="GroupConfig")
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 INT64_MAX = 2**63 - 1
@@ -169,6 +182,7 @@ class ClusterMetadata:
         self.topic_names_by_id: dict[uuid.UUID, str] = {}
         self.leader_epochs: dict[tuple[str, int], int] = {}
         self.next_producer_id = 0
+        self.group_configs: dict[str, dict[str, str]] = {}
         self.touched = TouchedKeys()
 
     # -- replay ------------------------------------------------------------------------------
@@ -183,6 +197,8 @@ class ClusterMetadata:
             self.touched.save(("epoch", tp), lambda: self.leader_epochs.get(tp))
         elif isinstance(key, ProducerIdsKey):
             self.touched.save(("producer_ids",), lambda: self.next_producer_id)
+        elif isinstance(key, GroupConfigKey):
+            self.touched.save(("group_config", key.group_id), lambda: self.group_configs.get(key.group_id))
         if isinstance(key, TopicKey):
             old = self.topics.pop(key.name, None)
             if old is not None:
@@ -199,6 +215,11 @@ class ClusterMetadata:
         elif isinstance(key, ProducerIdsKey):
             if record.value is not None:
                 self.next_producer_id = record.value.next_producer_id
+        elif isinstance(key, GroupConfigKey):
+            if record.value is None:
+                self.group_configs.pop(key.group_id, None)
+            else:
+                self.group_configs[key.group_id] = dict(record.value.configs)
         else:
             raise TypeError(f"unexpected record {key!r}")
 
@@ -216,6 +237,11 @@ class ClusterMetadata:
                     self.leader_epochs.pop(what[1], None)
                 else:
                     self.leader_epochs[what[1]] = old
+            elif what[0] == "group_config":
+                if old is None:
+                    self.group_configs.pop(what[1], None)
+                else:
+                    self.group_configs[what[1]] = old
             else:
                 self.next_producer_id = old
 
@@ -353,6 +379,13 @@ class ClusterMetadata:
             raise RuntimeError("producer ids exhausted: the next block would pass the int64 limit")
         block = ProducerIdBlock(assigned_to, first, size)
         return Result(records=[Record(ProducerIdsKey(), ProducerIdsValue(assigned_to, first + size))], response=block)
+
+    def set_group_configs(self, group_id: str, configs: dict[str, str]) -> Result[None]:
+        """Make `configs` the group's overrides (validated by the caller: cluster/group_configs.py)."""
+        if configs == self.group_configs.get(group_id, {}):
+            return Result()
+        value = GroupConfigValue(dict(configs)) if configs else None
+        return Result(records=[Record(GroupConfigKey(group_id), value)])
 
     def _epoch_records(self, topic: str, partitions: range) -> list[Record]:
         return [Record(PartitionEpochKey(topic, p), PartitionEpochValue(0)) for p in partitions]

@@ -30,6 +30,7 @@ from cluster.actor_state import ActorEntry
 from cluster.actors.common import kind_for_topic, setup_logging
 from cluster.actors.coordinator_host import coordinator_log_config
 from cluster.config import Config
+from cluster.group_configs import AlterOp, Refusal, apply
 from cluster.leadership import Leadership
 from cluster.metadata import (
     CODEC,
@@ -50,6 +51,15 @@ log = logging.getLogger(__name__)
 METADATA_TP = (METADATA_TOPIC, 0)
 
 __all__ = ["METADATA_TP", "ActorEntry", "Controller", "ControllerActor"]
+
+
+class _Reconciler(Reconciler):
+    """The map it publishes also carries the groups' config overrides (cluster/group_configs.py)."""
+
+    def snapshot(self) -> Leadership:
+        leadership = super().snapshot()
+        leadership.group_configs = dict(self.meta().group_configs)
+        return leadership
 
 
 class Controller:
@@ -77,7 +87,7 @@ class Controller:
         )
         self.pool: ActorPool = pool if pool is not None else RayActorPool(config, self.data_dir, namespace)
         self.events: list[dict[str, Any]] = []
-        self.reconciler = Reconciler(self.pool, config, self._meta, self._bump_epochs, self._event, clock)
+        self.reconciler = _Reconciler(self.pool, config, self._meta, self._bump_epochs, self._event, clock)
         self._loop_task: asyncio.Task | None = None
 
     @property
@@ -207,6 +217,31 @@ class Controller:
         log.info("producer ids %d..%d to %s", block.first_producer_id, block.last_producer_id, gateway)
         return block
 
+    # -- group configs -----------------------------------------------------------------------------
+
+    async def alter_group_configs(
+        self, changes: list[tuple[str, list[AlterOp]]], validate_only: bool = False
+    ) -> list[tuple[int, str | None]]:
+        """IncrementalAlterConfigs of GROUP resources: (error code, message) per group, in order.
+        Durable, then pushed to every gateway and partition leader before the answer."""
+        answers: list[tuple[int, str | None]] = []
+        async with self.reconciler.lock:
+            changed = False
+            for group_id, ops in changes:
+                outcome = apply(self.config, self._meta().group_configs.get(group_id, {}), ops)
+                if isinstance(outcome, Refusal):
+                    answers.append((outcome.error_code.value, outcome.message))
+                    continue
+                answers.append((ErrorCode.none.value, None))
+                if not validate_only and outcome != self._meta().group_configs.get(group_id, {}):
+                    await self.metadata.write(
+                        METADATA_TP, None, lambda _t, g=group_id, c=outcome: self._meta().set_group_configs(g, c)
+                    )
+                    changed = True
+            if changed:
+                await self.reconciler.publish()
+        return answers
+
     # -- operators ----------------------------------------------------------------------------------
 
     async def actors_info(self) -> list[dict[str, Any]]:
@@ -322,6 +357,9 @@ class ControllerActor:
 
     async def actors_info(self) -> list[dict[str, Any]]:
         return await self.controller.actors_info()
+
+    async def alter_group_configs(self, changes: list, validate_only: bool = False) -> list[tuple[int, str | None]]:
+        return await self.controller.alter_group_configs(changes, validate_only)
 
     async def check_kill(self, name: str) -> str:
         return await self.controller.check_kill(name)

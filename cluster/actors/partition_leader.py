@@ -246,6 +246,9 @@ class PartitionLeaderActor:
 
     async def update_leadership(self, leadership: Leadership) -> None:
         self.router.update(leadership)
+        # The groups' share settings ride the map (cluster/group_configs.py); only a newer one counts.
+        if self.router.leadership is leadership:
+            self.leader.shares.set_group_configs(leadership.group_configs)
 
     async def ping(self) -> bool:
         return True

@@ -15,7 +15,8 @@ SharePartitionHost and talks to the share coordinator through the Persister:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -24,6 +25,7 @@ from sharestate.offset_reset import OffsetReset
 from sharestate.partition import AcquiredRecords, SharePartitionConfig, SharePartitionState
 
 from cluster.config import Config
+from cluster.group_configs import parse
 from cluster.delayed_fetch import FetchWakers, delayed_fetch
 from cluster.partition import UserPartition
 from cluster.share.host import SharePartitionHost, ShareKey
@@ -51,8 +53,36 @@ class SharePartitionManager:
             delivery_count_limit=config["group.share.delivery.count.limit"],
             max_inflight_records=config["group.share.partition.max.record.locks"],
         )
+        self.group_configs: dict[str, dict[str, str]] = {}  # group id -> overrides (cluster/group_configs.py)
         self.hosts: dict[ShareKey, SharePartitionHost] = {}
         self.wakers = FetchWakers()
+
+    # -- per-group settings ------------------------------------------------------------------------
+
+    def set_group_configs(self, group_configs: Mapping[str, Mapping[str, str]]) -> None:
+        """The groups' overrides changed (the controller's push): share partitions here take the
+        new lock duration and delivery count limit for what they acquire from now on (locks held
+        keep their expiry); share.auto.offset.reset applies when a share partition initializes."""
+        old, self.group_configs = self.group_configs, {g: dict(c) for g, c in group_configs.items()}
+        for host in self.hosts.values():
+            group_id = host.key[0]
+            if old.get(group_id) != self.group_configs.get(group_id):
+                host.share.config = self.partition_config_of(group_id)
+
+    def partition_config_of(self, group_id: str) -> SharePartitionConfig:
+        overrides = self.group_configs.get(group_id)
+        if not overrides:
+            return self.partition_config
+        changes: dict[str, int] = {}
+        if "share.record.lock.duration.ms" in overrides:
+            changes["record_lock_duration_ms"] = parse("share.record.lock.duration.ms", overrides["share.record.lock.duration.ms"])
+        if "share.delivery.count.limit" in overrides:
+            changes["delivery_count_limit"] = parse("share.delivery.count.limit", overrides["share.delivery.count.limit"])
+        return dataclasses.replace(self.partition_config, **changes)
+
+    def reset_of(self, group_id: str) -> OffsetReset:
+        text = self.group_configs.get(group_id, {}).get("share.auto.offset.reset")
+        return parse("share.auto.offset.reset", text) if text is not None else self.reset
 
     # -- ShareFetch and ShareAcknowledge -------------------------------------------------------
 
@@ -174,24 +204,24 @@ class SharePartitionManager:
         if host is not None:
             self.drop_partition(item.topic, item.partition)
         host = SharePartitionHost.create(
-            key, item.topic_id, partition.epoch, self.persister, self.clock, self.wakeups, self.partition_config,
-            self._forget,
+            key, item.topic_id, partition.epoch, self.persister, self.clock, self.wakeups,
+            self.partition_config_of(group_id), self._forget,
         )
         self.hosts[key] = host
         asyncio.ensure_future(self._initialize(host, partition))
         return host
 
     async def _initialize(self, host: SharePartitionHost, partition: UserPartition) -> None:
-        await host.initialize(self.persister, lambda: self._reset_offset(partition))
+        await host.initialize(self.persister, lambda: self._reset_offset(partition, self.reset_of(host.key[0])))
         if host.state.final:
             self._forget(host)
 
-    def _reset_offset(self, partition: UserPartition) -> int:
+    def _reset_offset(self, partition: UserPartition, reset: OffsetReset) -> int:
         log_ = partition.log
-        if self.reset.strategy == "earliest":
+        if reset.strategy == "earliest":
             return log_.log_start_offset
-        if self.reset.strategy == "by_duration":
-            offset, _ = partition.offset_for(self.clock.now_ms() - self.reset.duration_ms)
+        if reset.strategy == "by_duration":
+            offset, _ = partition.offset_for(self.clock.now_ms() - reset.duration_ms)
             return log_.end_offset if offset < 0 else offset
         return log_.end_offset
 

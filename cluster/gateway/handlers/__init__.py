@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cluster.gateway.apis import ADMIN_API_KEY, ApiKey
-from cluster.gateway.handlers import admin, auth, fetch, groups, meta, produce, producer_id, scram_credentials, share_fetch, share_groups, topics
+from cluster.gateway.handlers import admin, auth, configs, fetch, groups, meta, produce, producer_id, scram_credentials, share_fetch, share_groups, topics
 
 HANDLERS = {
     ApiKey.API_VERSIONS: meta.api_versions,
@@ -35,5 +35,7 @@ HANDLERS = {
     ApiKey.SASL_AUTHENTICATE: auth.sasl_authenticate,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram_credentials.describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_credentials.alter_user_scram_credentials,
+    ApiKey.DESCRIBE_CONFIGS: configs.describe_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
     ADMIN_API_KEY: admin.admin,
 }

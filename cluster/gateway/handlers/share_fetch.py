@@ -22,6 +22,7 @@ from kio.schema.errors import ErrorCode
 from sharestate.state_batches import AcknowledgementBatch
 
 from cluster.calls import ShareFetchSpec, SharePartitionCall
+from cluster.group_configs import lock_duration_ms
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.handlers.common import refresh_if_unknown
@@ -142,7 +143,7 @@ async def share_fetch(gw: Any, request: Request) -> Any:
         v,
         {
             "error_code": ErrorCode.none,
-            "acquisition_lock_timeout": gw.config["group.share.record.lock.duration.ms"],
+            "acquisition_lock_timeout": lock_duration_ms(gw.config, gw.leadership.group_configs.get(b.group_id)),
             "responses": [{"topic_id": t, "partitions": parts} for t, parts in responses.items()],
             "node_endpoints": _endpoints(gw) if endpoints else [],
         },

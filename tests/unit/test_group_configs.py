@@ -1,0 +1,117 @@
+"""Group configs (cluster/group_configs.py): Kafka's rules for IncrementalAlterConfigs of a GROUP,
+the broker's bounds, and the overrides kept in the cluster metadata: pushed with the map and
+replayed after a restart of the controller on the same data directory."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from cluster.actors.common import ActorKind
+from cluster.actors.controller import Controller
+from cluster.config import Config
+from cluster.group_configs import APPEND, DELETE, SET, SUBTRACT, AlterOp, Refusal, apply, effective, lock_duration_ms
+from cluster.metadata import CODEC, ClusterMetadata
+from tests.unit.controller.fake_pool import FakeClock, FakePool
+from tests.unit.controller.test_reconciler import SMALL
+
+BROKER = Config({})
+
+
+def test_set_and_delete_change_only_the_named_settings():
+    new = apply(BROKER, {}, [AlterOp("share.auto.offset.reset", SET, "earliest"),
+                             AlterOp("share.record.lock.duration.ms", SET, "20000")])
+    assert new == {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "20000"}
+    assert apply(BROKER, new, [AlterOp("share.auto.offset.reset", DELETE, None)]) == {
+        "share.record.lock.duration.ms": "20000"}
+    values = effective(BROKER, {"share.delivery.count.limit": "3"})
+    assert values["share.delivery.count.limit"] == (3, True)
+    assert values["share.record.lock.duration.ms"] == (30_000, False)
+    assert str(values["share.auto.offset.reset"][0]) == "latest"
+
+
+@pytest.mark.parametrize(
+    "op, code, text",
+    [
+        (AlterOp("share.record.lock.duration.ms", APPEND, "1"), ErrorCode.invalid_config, "Can't APPEND to key"),
+        (AlterOp("share.delivery.count.limit", SUBTRACT, "1"), ErrorCode.invalid_config, "not LIST"),
+        (AlterOp("no.such.config", SET, "1"), ErrorCode.invalid_config, "Unknown group config name: no.such.config"),
+        (AlterOp("share.session.timeout.ms", SET, "50000"), ErrorCode.invalid_config, "share.session.timeout.ms"),
+        (AlterOp("share.record.lock.duration.ms", SET, "abc"), ErrorCode.invalid_config, "Not a number of type INT"),
+        (AlterOp("share.record.lock.duration.ms", SET, "14999"), ErrorCode.invalid_config, "greater than or equal to 15000"),
+        (AlterOp("share.record.lock.duration.ms", SET, "60001"), ErrorCode.invalid_config, "less than or equal to 60000"),
+        (AlterOp("share.delivery.count.limit", SET, "1"), ErrorCode.invalid_config, "greater than or equal to 2"),
+        (AlterOp("share.delivery.count.limit", SET, "11"), ErrorCode.invalid_config, "less than or equal to 10"),
+        (AlterOp("share.auto.offset.reset", SET, "middle"), ErrorCode.invalid_config, "share.auto.offset.reset"),
+        (AlterOp("share.auto.offset.reset", SET, None), ErrorCode.invalid_request, "Null value not supported"),
+        (AlterOp("share.auto.offset.reset", 7, "earliest"), ErrorCode.invalid_request, "Unknown operations type 7"),
+    ],
+)
+def test_kafkas_refusals(op, code, text):
+    refusal = apply(BROKER, {}, [op])
+    assert isinstance(refusal, Refusal) and refusal.error_code == code and text in refusal.message
+
+
+def test_duplicate_keys_are_an_invalid_request():
+    refusal = apply(BROKER, {}, [AlterOp("share.delivery.count.limit", SET, "3")] * 2)
+    assert refusal == Refusal(ErrorCode.invalid_request, "Error due to duplicate config keys")
+
+
+def test_the_bounds_take_in_the_brokers_own_value():
+    broker = Config({"group.share.record.lock.duration.ms": 5000})
+    assert apply(broker, {}, [AlterOp("share.record.lock.duration.ms", SET, "5000")]) == {
+        "share.record.lock.duration.ms": "5000"}
+    assert isinstance(apply(broker, {}, [AlterOp("share.record.lock.duration.ms", SET, "4999")]), Refusal)
+    assert lock_duration_ms(broker, None) == 5000
+    assert lock_duration_ms(broker, {"share.record.lock.duration.ms": "20000"}) == 20_000
+
+
+def test_group_config_records_replay_and_revert():
+    meta = ClusterMetadata()
+    result = meta.set_group_configs("g", {"share.auto.offset.reset": "earliest"})
+    (record,) = result.records
+    meta.replay(CODEC.decode(*CODEC.encode(record)))
+    assert meta.group_configs == {"g": {"share.auto.offset.reset": "earliest"}}
+    assert meta.set_group_configs("g", {"share.auto.offset.reset": "earliest"}).records == []  # no change
+    (tombstone,) = meta.set_group_configs("g", {}).records
+    assert tombstone.value is None
+    meta.replay(tombstone)
+    assert meta.group_configs == {}
+    meta.restore({("group_config", "g"): {"share.delivery.count.limit": "3"}})  # a failed append undone
+    assert meta.group_configs == {"g": {"share.delivery.count.limit": "3"}}
+
+
+def test_overrides_are_pushed_with_the_map_and_survive_a_controller_restart(tmp_path):
+    async def main() -> None:
+        changes = [("g1", [AlterOp("share.auto.offset.reset", SET, "earliest")]),
+                   ("g2", [AlterOp("share.record.lock.duration.ms", SET, "1")]),
+                   ("g3", [AlterOp("share.delivery.count.limit", SET, "4")])]
+        controller = Controller(Config(SMALL), tmp_path, "127.0.0.1", 0, "test", pool=FakePool(), clock=FakeClock())
+        pool = controller.pool
+        await controller.start()
+        try:
+            assert await controller.alter_group_configs(changes[2:], validate_only=True) == [(0, None)]
+            assert controller._meta().group_configs == {}
+            answers = await controller.alter_group_configs(changes)
+            assert [a[0] for a in answers] == [0, ErrorCode.invalid_config.value, 0]
+            leaders = [a for a in pool.spawned if a.kind is ActorKind.PARTITION_LEADER]
+            assert leaders and all(
+                a.leadership.group_configs == {"g1": {"share.auto.offset.reset": "earliest"},
+                                               "g3": {"share.delivery.count.limit": "4"}}
+                for a in leaders
+            )
+        finally:
+            await controller.shutdown()
+            controller.executor.shutdown()
+        again = Controller(Config(SMALL), tmp_path, "127.0.0.1", 0, "test", pool=FakePool(), clock=FakeClock())
+        await again.start()
+        try:
+            assert again.snapshot().group_configs["g1"] == {"share.auto.offset.reset": "earliest"}
+            assert again._meta().group_configs["g3"] == {"share.delivery.count.limit": "4"}
+        finally:
+            await again.shutdown()
+            again.executor.shutdown()
+
+    asyncio.run(asyncio.wait_for(main(), 30))
