@@ -17,6 +17,7 @@ from cluster.admin_client import admin_call
 from tests.clients import confluent_produce, create_topic, records
 from tests.cluster_process import ClusterProcess
 from tests.e2e.test_group_failover import ConsumerProcess
+from tests.share_runs import ShareConsumerProc
 
 pytestmark = pytest.mark.slow
 PARTITIONS = 6
@@ -37,7 +38,8 @@ def nodes():
 def raygroups(nodes, tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("multinode")  # this machine's disk: shared by every node
     proc = ClusterProcess(data_dir, "--address", nodes.address, "--shared-data-dir", str(data_dir),
-                          "--gateways", "per-node", "--config", "group.initial.rebalance.delay.ms=300").start()
+                          "--gateways", "per-node", "--config", "group.initial.rebalance.delay.ms=300",
+                          "--config", "share.auto.offset.reset=earliest").start()
     yield proc
     proc.stop()
 
@@ -86,13 +88,16 @@ def test_actors_on_every_node_a_node_lost_and_one_added(nodes, raygroups, tmp_pa
     wait_for(lambda: set(leader_nodes(raygroups, topic).values()) == node_ids, 30, "the topic's partitions on every node")
     first = records(300, PARTITIONS, "a")
     confluent_produce(head(raygroups), topic, first)
-    # Through the head's gateway; Metadata spreads partitions over every node's gateway.
+    # The classic group through the head's gateway, the share group through the gateway of the
+    # worker node that stays; Metadata spreads partitions over every node's gateway.
+    victim, staying = sorted(nodes.worker_nodes, key=lambda n: n.node_id)
     consumer = ConsumerProcess(head(raygroups), group, topic, tmp_path / "out.txt", session_ms=10000)
+    sharer = ShareConsumerProc.start("sharer", gateways[staying.node_id], "multi-share", topic, "--idle", "600", "--max", "600")
     try:
         wait_for(lambda: len(set(consumer.consumed())) >= len(first), 90, "the first records consumed")
+        wait_for(lambda: len(accepted(sharer)) >= len(first), 90, "the first records shared")
 
         # Lose a worker node (never the head: the controller and the gateway run there).
-        victim = next(n for n in nodes.worker_nodes)
         on_victim = {p for p, node in leader_nodes(raygroups, topic).items() if node == victim.node_id}
         assert on_victim
         lost_at = time.time()
@@ -108,6 +113,7 @@ def test_actors_on_every_node_a_node_lost_and_one_added(nodes, raygroups, tmp_pa
         second = records(300, PARTITIONS, "b")
         confluent_produce(head(raygroups), topic, second)
         wait_for(lambda: len(set(consumer.consumed())) >= len(first) + len(second), 90, "records produced after the loss consumed")
+        wait_for(lambda: len(accepted(sharer)) >= len(first) + len(second), 90, "records produced after the loss shared")
         consumed = consumer.consumed()
         per_partition = {}
         for p, offset in consumed:
@@ -125,9 +131,25 @@ def test_actors_on_every_node_a_node_lost_and_one_added(nodes, raygroups, tmp_pa
         third = records(120, PARTITIONS, "c")
         confluent_produce(head(raygroups), topic, third)
         wait_for(lambda: len(set(consumer.consumed())) >= len(first) + len(second) + len(third), 90, "records produced after the join consumed")
+        # Every record acknowledged by the share group too: no share state lost to the loss or the join.
+        wait_for(lambda: len(accepted(sharer)) >= len(first) + len(second) + len(third), 90, "records produced after the join shared")
+        assert accepted(sharer) == {(p, o) for p, offsets in per_partition_ends(consumer).items() for o in range(offsets)}
         print(f"\nFIGURES partitions moved after node loss {moved_after_loss:.1f} s, after node join {moved_after_join:.1f} s")
     finally:
         consumer.stop()
+        sharer.kill()
+
+
+def accepted(sharer: ShareConsumerProc) -> set[tuple[int, int]]:
+    """(partition, offset) of every record whose acceptance the share group's leader confirmed."""
+    return {(a["p"], o) for a in sharer.acked() if a["ok"] for o in a["o"]}
+
+
+def per_partition_ends(consumer) -> dict[int, int]:
+    ends: dict[int, int] = {}
+    for p, offset in consumer.consumed():
+        ends[p] = max(ends.get(p, 0), offset + 1)
+    return ends
 
 
 def test_an_embedded_cluster_started_beside_another_ray_cluster_does_not_attach_to_it(nodes, tmp_path):
