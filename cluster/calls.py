@@ -34,6 +34,11 @@ class CoordinatorOp(str, enum.Enum):
     SHARE_DESCRIBE = "share_describe"
     SHARE_TOPICS = "share_topics"
     SHARE_DELETE_PREPARE = "share_delete_prepare"
+    OFFSET_DELETE = "offset_delete"
+    SHARE_OFFSETS_ALTER = "share_offsets_alter"
+    SHARE_OFFSETS_INITIALIZED = "share_offsets_initialized"
+    SHARE_OFFSETS_DELETE = "share_offsets_delete"
+    SHARE_OFFSETS_DELETE_COMPLETE = "share_offsets_delete_complete"
 
     @property
     def parks(self) -> bool:

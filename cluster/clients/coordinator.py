@@ -9,6 +9,7 @@ several groups are split per partition, sent in parallel and merged.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Iterable
 from typing import Any
@@ -16,6 +17,18 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.hashing import group_partition
+from coordinator.share.messages import ShareStateInitResult
+from coordinator.share.offsets_admin import (
+    AlteredPartition,
+    AlteredTopic,
+    AlterShareOffsetsOutcome,
+    AlterShareOffsetsRequest,
+    CompleteShareOffsetsDelete,
+    DeletedShareTopic,
+    DeleteShareOffsetsOutcome,
+    DeleteShareOffsetsRequest,
+    ShareOffsetsInitialized,
+)
 from sharestate import messages as m
 
 from cluster.actors.common import ActorKind
@@ -123,3 +136,74 @@ class CoordinatorClient:
 
         results = await asyncio.gather(*(delete_state(g, prepared[g]) for g in group_ids))
         return {g: r for g, r in zip(group_ids, results) if r is not None}
+
+    # -- AlterShareGroupOffsets / DeleteShareGroupOffsets (coordinator/share/offsets_admin.py) ---------
+
+    async def alter_share_group_offsets(self, req: AlterShareOffsetsRequest) -> AlterShareOffsetsOutcome | Failed:
+        """Kafka's alterShareGroupOffsets then persisterInitialize: the coordinator checks the group
+        is Empty and records the partitions initializing; their share state is initialized with the
+        new start offsets; the answers are recorded (initialized) and a partition whose
+        initialization failed answers that error."""
+        outcome = await self.group(CoordinatorOp.SHARE_OFFSETS_ALTER, req.group_id, req)
+        if isinstance(outcome, Failed) or outcome.error_code != ErrorCode.none or not outcome.initialize:
+            return outcome
+        answers = await asyncio.gather(
+            *(
+                self.persister.initialize(
+                    m.InitializeShareGroupStateRequest(i.group_id, i.topic_id, i.partition, i.state_epoch, i.start_offset)
+                )
+                for i in outcome.initialize
+            )
+        )
+        results = tuple(ShareStateInitResult(i.topic_id, i.partition, a.error_code) for i, a in zip(outcome.initialize, answers))
+        recorded = await self.group(
+            CoordinatorOp.SHARE_OFFSETS_INITIALIZED, req.group_id, ShareOffsetsInitialized(req.group_id, results)
+        )
+        if isinstance(recorded, Failed):
+            # The state is initialized; the group still lists the partitions initializing, and its
+            # retry (a later heartbeat) initializes them again. Say so rather than claim success.
+            log.warning("altered share state of %s not recorded: %s", req.group_id, recorded)
+        failed = {(i.topic_id, i.partition): a for i, a in zip(outcome.initialize, answers) if a.error_code != ErrorCode.none}
+        if not failed:
+            return outcome
+        return dataclasses.replace(outcome, topics=tuple(_with_failures(t, failed) for t in outcome.topics))
+
+    async def delete_share_group_offsets(self, req: DeleteShareOffsetsRequest) -> tuple[DeleteShareOffsetsOutcome | Failed, tuple[DeletedShareTopic, ...]]:
+        """Kafka's initiateDeleteShareGroupOffsets, persister deleteState, completeDeleteShareGroupOffsets:
+        (the first step's outcome, every topic's answer). A topic whose state could not be deleted
+        answers the first error among its partitions and stays `deleting` for a retry."""
+        outcome = await self.group(CoordinatorOp.SHARE_OFFSETS_DELETE, req.group_id, req)
+        if isinstance(outcome, Failed) or outcome.error_code != ErrorCode.none:
+            return outcome, ()
+
+        async def delete_topic(deletes: tuple[Any, ...]) -> Any:
+            answers = await asyncio.gather(
+                *(self.persister.delete(m.DeleteShareGroupStateRequest(d.group_id, d.topic_id, d.partition)) for d in deletes)
+            )
+            return next((a for a in answers if a.error_code != ErrorCode.none), None)
+
+        errors = await asyncio.gather(*(delete_topic(deletes) for _, _, deletes in outcome.deletes))
+        answered: list[DeletedShareTopic] = []
+        gone = []
+        for (topic_id, name, _), error in zip(outcome.deletes, errors):
+            if error is None:
+                gone.append((topic_id, name))
+            else:
+                answered.append(DeletedShareTopic(name, topic_id, error.error_code, error.error_message))
+        if gone:
+            completed = await self.group(
+                CoordinatorOp.SHARE_OFFSETS_DELETE_COMPLETE, req.group_id, CompleteShareOffsetsDelete(req.group_id, tuple(gone))
+            )
+            if isinstance(completed, Failed):
+                answered += [DeletedShareTopic(name, tid, completed.error_code, completed.message or None) for tid, name in gone]
+            else:
+                answered += list(completed)
+        return outcome, tuple(answered) + outcome.failed
+
+
+def _with_failures(topic: AlteredTopic, failed: dict[tuple[Any, int], Any]) -> AlteredTopic:
+    parts = []
+    for p in topic.partitions:
+        answer = failed.get((topic.topic_id, p.partition))
+        parts.append(p if answer is None else AlteredPartition(p.partition, answer.error_code, answer.error_message))
+    return dataclasses.replace(topic, partitions=tuple(parts))

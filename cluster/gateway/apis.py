@@ -42,6 +42,7 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_CONFIGS = 32
     SASL_AUTHENTICATE = 36
     DELETE_GROUPS = 42
+    OFFSET_DELETE = 47
     INCREMENTAL_ALTER_CONFIGS = 44
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
     ALTER_USER_SCRAM_CREDENTIALS = 51
@@ -52,6 +53,8 @@ class ApiKey(enum.IntEnum):
     SHARE_FETCH = 78
     SHARE_ACKNOWLEDGE = 79
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
 
 
 # raygroups' own operator API (status, actors, kill, move) rides the Kafka framing under a key
@@ -85,6 +88,10 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.SHARE_FETCH: (1, 1),
     ApiKey.SHARE_ACKNOWLEDGE: (1, 1),
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
+    # Kafka's admin tools for offsets (handlers/group_offsets_admin.py); v0 is every version there is.
+    ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0),
     # Served on every listener as Kafka does; outside a SASL listener the handshake is ILLEGAL_SASL_STATE.
     # v0: raw SASL tokens follow the handshake, without SaslAuthenticate framing (connection.py).
     ApiKey.SASL_HANDSHAKE: (0, 1),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cluster.gateway.apis import ADMIN_API_KEY, ApiKey
-from cluster.gateway.handlers import admin, auth, configs, fetch, groups, meta, produce, producer_id, scram_credentials, share_fetch, share_groups, topics
+from cluster.gateway.handlers import admin, auth, configs, fetch, group_offsets_admin, groups, meta, produce, producer_id, scram_credentials, share_fetch, share_groups, topics
 
 HANDLERS = {
     ApiKey.API_VERSIONS: meta.api_versions,
@@ -29,6 +29,9 @@ HANDLERS = {
     ApiKey.SHARE_GROUP_HEARTBEAT: share_groups.share_group_heartbeat,
     ApiKey.SHARE_GROUP_DESCRIBE: share_groups.share_group_describe,
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share_groups.describe_share_group_offsets,
+    ApiKey.OFFSET_DELETE: group_offsets_admin.offset_delete,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: group_offsets_admin.alter_share_group_offsets,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: group_offsets_admin.delete_share_group_offsets,
     ApiKey.SHARE_FETCH: share_fetch.share_fetch,
     ApiKey.SHARE_ACKNOWLEDGE: share_fetch.share_acknowledge,
     ApiKey.SASL_HANDSHAKE: auth.sasl_handshake,
