@@ -84,9 +84,9 @@ def _int_option(option: str, text: str | None, low: int, high: int) -> int | Non
 
 @app.command()
 def up(
-    host: str = typer.Option("127.0.0.1", envvar="RAYGROUPS_HOST", help="address the gateways listen on (0.0.0.0: every interface)"),
+    host: Optional[str] = typer.Option(None, envvar="RAYGROUPS_HOST", help="address the gateways listen on (0.0.0.0: every interface) [default: 127.0.0.1]"),
     advertised_host: Optional[str] = typer.Option(None, envvar="RAYGROUPS_ADVERTISED_HOST", help="address clients are told to connect to (Kafka's advertised.listeners host); default: --host, or the node's IP when --host is 0.0.0.0"),
-    port: str = typer.Option("9092", envvar="RAYGROUPS_PORT", help="first gateway port, 0..65535 (gateway i listens on port+i; 0 picks free ports)"),
+    port: Optional[str] = typer.Option(None, envvar="RAYGROUPS_PORT", help="first gateway port, 0..65535 (gateway i listens on port+i; 0 picks free ports) [default: 9092]"),
     gateways: Optional[str] = typer.Option(None, envvar="RAYGROUPS_GATEWAYS", help="gateways (brokers as clients see them): a count, or per-node (one on each Ray node; the default on a multi-node cluster)"),
     address: Optional[str] = typer.Option(None, envvar="RAYGROUPS_ADDRESS", help="join this Ray cluster (auto for the one `ray start` recorded, ray://host:port or host:port); without it an embedded Ray starts"),
     data_dir: Optional[Path] = typer.Option(None, envvar="RAYGROUPS_DATA_DIR", help="where partition logs live; reused on restart [default: the first of log.dirs, else raygroups-data]"),
@@ -100,7 +100,7 @@ def up(
     dashboard: bool = typer.Option(False, "--dashboard", envvar="RAYGROUPS_DASHBOARD", help="start Ray's dashboard (embedded Ray only) and print its URL"),
 ) -> None:
     """Start a cluster and serve until SIGINT/SIGTERM; prints `READY host:port[,...]` when serving."""
-    from cluster.server_properties import load_user_config
+    from cluster.server_properties import load_user_config, with_command_line_address
 
     overrides = {
         "raygroups.gateways": _setting_option("--gateways", "raygroups.gateways", gateways),
@@ -115,11 +115,12 @@ def up(
         user = load_user_config(config, config_file)
     except ConfigError as exc:
         fail(str(exc))
-    cfg = user.config.with_overrides({k: v for k, v in overrides.items() if v is not None})
+    cfg = with_command_line_address(user, host, bind_port)
+    cfg = cfg.with_overrides({k: v for k, v in overrides.items() if v is not None})
     if data_dir is not None and shared_data_dir is not None and data_dir.resolve() != shared_data_dir.resolve():
         fail("give --data-dir or --shared-data-dir, not two different directories")
     data_dir = shared_data_dir or data_dir or user.data_dir or Path("raygroups-data")
-    host, bind_port = _client_listener_address(cfg, host, bind_port)
+    host, bind_port = _client_listener_address(cfg, host or "127.0.0.1", 9092 if bind_port is None else bind_port)
     cfg = _advertised(cfg, advertised_host)
     for warning in user.warnings:
         err.print(f"[yellow]warning:[/] {warning}", highlight=False)

@@ -26,6 +26,7 @@ class UserConfig:
     config: Config
     warnings: list[str] = field(default_factory=list)
     data_dir: Path | None = None  # from log.dirs
+    from_file: frozenset[str] = frozenset()  # the names the file set and the command line did not
 
 
 def load_user_config(pairs: Iterable[str] = (), config_file: Path | None = None) -> UserConfig:
@@ -33,8 +34,31 @@ def load_user_config(pairs: Iterable[str] = (), config_file: Path | None = None)
     raw: dict[str, str] = {}
     if config_file is not None:
         raw.update(read_properties(config_file))
-    raw.update(parse_pairs(pairs))
-    return map_kafka_settings(raw)
+    from_file = frozenset(raw)
+    given = parse_pairs(pairs)
+    raw.update(given)
+    user = map_kafka_settings(raw)
+    user.from_file = from_file - set(given)
+    return user
+
+
+def with_command_line_address(user: UserConfig, host: str | None, port: int | None) -> Config:
+    """--host/--port win over the file's listeners, as the command line wins over the file; the
+    file's advertised.listeners then keep their host and advertise the port bound."""
+    config = user.config
+    if host is None and port is None:
+        return config
+    listeners = config["listeners"]
+    if "listeners" in user.from_file and listeners and "," not in listeners:
+        name, _, address = listeners.partition("://")
+        file_host, _, file_port = address.rpartition(":")
+        config = config.with_overrides({"listeners": f"{name}://{file_host if host is None else host}:"
+                                                     f"{file_port if port is None else port}"})
+    advertised = config["advertised.listeners"]
+    if port is not None and "advertised.listeners" in user.from_file and advertised and "," not in advertised:
+        name, _, address = advertised.partition("://")
+        config = config.with_overrides({"advertised.listeners": f"{name}://{address.rpartition(':')[0]}:0"})
+    return config
 
 
 def map_kafka_settings(raw: Mapping[str, str]) -> UserConfig:

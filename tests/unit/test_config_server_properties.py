@@ -58,3 +58,23 @@ def test_the_command_line_wins_over_the_file(tmp_path):
 
 def test_log_dir_alone_gives_the_data_directory():
     assert load_user_config(["log.dir=/data/k"]).data_dir == Path("/data/k")
+
+
+def test_command_line_host_and_port_win_over_the_files_listeners():
+    from cluster.server_properties import with_command_line_address
+
+    user = load_user_config(config_file=STOCK)
+    config = with_command_line_address(user, None, 0)
+    assert config["listeners"] == "PLAINTEXT://:0"
+    assert config["advertised.listeners"] == "PLAINTEXT://localhost:0"  # the port bound
+    config = with_command_line_address(user, "127.0.0.1", None)
+    assert config["listeners"] == "PLAINTEXT://127.0.0.1:9092"
+    assert config["advertised.listeners"] == "PLAINTEXT://localhost:9092"
+    assert with_command_line_address(user, None, None) is user.config
+
+
+def test_listeners_given_with_config_are_not_overridden_by_port():
+    from cluster.server_properties import with_command_line_address
+
+    user = load_user_config(["listeners=SSL://:9093"], STOCK)
+    assert with_command_line_address(user, None, 0)["listeners"] == "SSL://:9093"
