@@ -88,3 +88,20 @@ def test_dropping_the_override_brings_back_the_brokers_values(tmp_path):
         await h.leader.shutdown()
 
     asyncio.run(main())
+
+
+def test_share_fetch_answers_the_groups_lock_duration():
+    from datetime import timedelta
+
+    from cluster.gateway.handlers import share_fetch
+    from tests.unit.gateway.fakes import run
+    from tests.unit.test_share_fetch_handler import TOPIC, FakePartitions, _fetch, _gateway, _topic
+
+    gw = _gateway(FakePartitions())
+    gw.leadership.group_configs = {"g": {"share.record.lock.duration.ms": "15000"}}
+    response = run(share_fetch.share_fetch, gw, _fetch(0, [_topic(TOPIC.topic_id, 0)]))
+    assert response.acquisition_lock_timeout == timedelta(seconds=15)
+    other = _gateway(FakePartitions())
+    other.leadership.group_configs = {"other": {"share.record.lock.duration.ms": "15000"}}
+    response = run(share_fetch.share_fetch, other, _fetch(0, [_topic(TOPIC.topic_id, 0)]))
+    assert response.acquisition_lock_timeout == timedelta(seconds=30)
