@@ -227,19 +227,22 @@ class Controller:
         answers: list[tuple[int, str | None]] = []
         async with self.reconciler.lock:
             changed = False
-            for group_id, ops in changes:
-                outcome = apply(self.config, self._meta().group_configs.get(group_id, {}), ops)
-                if isinstance(outcome, Refusal):
-                    answers.append((outcome.error_code.value, outcome.message))
-                    continue
-                answers.append((ErrorCode.none.value, None))
-                if not validate_only and outcome != self._meta().group_configs.get(group_id, {}):
-                    await self.metadata.write(
-                        METADATA_TP, None, lambda _t, g=group_id, c=outcome: self._meta().set_group_configs(g, c)
-                    )
-                    changed = True
-            if changed:
-                await self.reconciler.publish()
+            try:
+                for group_id, ops in changes:
+                    outcome = apply(self.config, self._meta().group_configs.get(group_id, {}), ops)
+                    if isinstance(outcome, Refusal):
+                        answers.append((outcome.error_code.value, outcome.message))
+                        continue
+                    answers.append((ErrorCode.none.value, None))
+                    if not validate_only and outcome != self._meta().group_configs.get(group_id, {}):
+                        await self.metadata.write(
+                            METADATA_TP, None, lambda _t, g=group_id, c=outcome: self._meta().set_group_configs(g, c)
+                        )
+                        changed = True
+            finally:
+                # Groups already written apply even when a later write failed.
+                if changed:
+                    await self.reconciler.publish()
         return answers
 
     # -- operators ----------------------------------------------------------------------------------
@@ -323,6 +326,14 @@ class Controller:
     def events_since(self, index: int) -> tuple[int, list[dict[str, Any]]]:
         return len(self.events), self.events[index:]
 
+    async def metrics(self, timeout: float) -> list[dict[str, Any]]:
+        """Its own and every live actor's metrics snapshot (issue 13), asked at once; an actor that
+        does not answer within `timeout` is reported with its error, not waited for."""
+        from cluster.metrics.gather import gather_snapshots
+
+        own_node = getattr(self.pool, "own_node", lambda: None)()
+        return await gather_snapshots(self.actors.values(), self.pool, timeout, own_node)
+
     def _event(self, kind: str, message: str) -> None:
         log.info("%s: %s", kind, message)
         self.events.append({"time": time.time(), "kind": kind, "message": message})
@@ -378,3 +389,6 @@ class ControllerActor:
 
     async def events_since(self, index: int) -> tuple[int, list[dict[str, Any]]]:
         return self.controller.events_since(index)
+
+    async def metrics(self, timeout: float) -> list[dict[str, Any]]:
+        return await self.controller.metrics(timeout)

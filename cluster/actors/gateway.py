@@ -15,7 +15,7 @@ from cluster.gateway.connection_limits import ConnectionQuota, RequestMemory
 from cluster.gateway.gateway import Gateway
 from cluster.gateway.server import serve
 from cluster.leadership import Leadership
-from cluster.metrics.registry import REGISTRY
+from cluster.metrics import registry as metrics_registry
 
 
 @ray.remote
@@ -88,7 +88,7 @@ class GatewayActor:
     async def metrics(self) -> dict[str, Any]:
         """Request counters (recorded by the servers), and the client connections open now."""
         open_now = self.stats.connections if self.stats is not None else 0
-        return REGISTRY.snapshot([("connections", {}, float(open_now))])
+        return metrics_registry.snapshot([("connections", {}, float(open_now))])
 
     async def shutdown(self) -> None:
         for server in (self.server, self.operator_server):

@@ -27,7 +27,7 @@ from cluster.config import Config
 from cluster.leadership import Leadership, empty_leadership
 from cluster.metadata import CONSUMER_OFFSETS
 from cluster.metrics.rebalances import RebalanceWatch
-from cluster.metrics.registry import REGISTRY
+from cluster.metrics import registry as metrics_registry
 from cluster.persister import Persister
 from cluster.routing import Router
 from cluster.runtime import LoadInProgress, NotCoordinator
@@ -108,7 +108,7 @@ class GroupCoordinatorActor(CoordinatorActorBody):
             if item[0] in _WATCHED:
                 self._observe(item)
             elif item[0] == "commit":
-                REGISTRY.inc("offset_commits")
+                metrics_registry.inc("offset_commits")
         return outcomes
 
     async def execute_stream(self, items: list[Item]):
@@ -138,7 +138,7 @@ class GroupCoordinatorActor(CoordinatorActorBody):
                 counts[key] = counts.get(key, 0) + 1
         gauges = [("group_count", {"protocol": protocol, "state": state}, float(n)) for (protocol, state), n in counts.items()]
         gauges += [("share_group_count", {"state": state}, float(n)) for (protocol, state), n in counts.items() if protocol == "share"]
-        return REGISTRY.snapshot(gauges)
+        return metrics_registry.snapshot(gauges)
 
     async def list_groups(self, states: tuple[str, ...], types: tuple[str, ...]) -> tuple[Any, list[Any]]:
         """ListGroups over every partition this actor leads: (error or None, groups)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,6 +26,7 @@ from cluster.actors.common import ActorKind, identity, setup_logging, wait_forev
 from cluster.config import Config
 from cluster.leadership import Leadership, empty_leadership
 from cluster.log import FlushPolicy, LogConfig, PartitionLog
+from cluster.metrics import registry as metrics_registry
 from cluster.partition import FetchOutcome, ProduceOutcome, UserPartition
 from cluster.persister import Persister
 from cluster.producer_state import ProducerStateManager
@@ -92,6 +94,7 @@ class PartitionLeader:
         return [r for r in await asyncio.gather(*(load_one(*item) for item in items)) if r]
 
     async def _open(self, topic: str, p: int, epoch: int) -> str | None:
+        started = time.monotonic()
         path = self.data_dir / f"{topic}-{p}"
         log = await self._run(self._open_log, path, self._log_config)
         # Idempotent producers' last batches, so that a retry reaching this new leader after a
@@ -100,6 +103,7 @@ class PartitionLeader:
         self.partitions[(topic, p)] = UserPartition(
             topic, p, epoch, log, self.executor, self.config["message.max.bytes"], producer_state
         )
+        metrics_registry.observe("partition_load_time_ms", (time.monotonic() - started) * 1000)
         return f"{topic}-{p}: {log.recovery.reason}" if log.recovery.truncated else None
 
     async def unload(self, items: list[TP]) -> None:
@@ -282,7 +286,14 @@ class PartitionLeaderActor:
         return await self.leader.list_offsets(items)
 
     async def share_fetch(self, call: ShareFetchCall) -> list[ShareOutcome]:
+        metrics_registry.inc("share_fetches")
         return await self.leader.share_fetch(call)
+
+    async def metrics(self) -> dict[str, Any]:
+        """Counters, and each share partition's records in flight and oldest lock (counted now)."""
+        shares = self.leader.shares
+        now = shares.clock.now_ms()
+        return metrics_registry.snapshot([g for host in list(shares.hosts.values()) if host.active for g in host.gauges(now)])
 
     async def share_wake(self, keys: list[str]) -> None:
         self.leader.share_wake(keys)

@@ -24,6 +24,9 @@ _PROTOCOL = {"classic": (("protocol", "classic"),), "share": (("protocol", "shar
 class Seen:
     generation: int
     preparing_since: float | None  # clock seconds; None: not rebalancing
+    # Seen in PreparingRebalance itself (a new group's first join answers MEMBER_ID_REQUIRED from
+    # an Empty group: that Empty does not end the rebalance about to start).
+    seen_preparing: bool = False
 
 
 class RebalanceWatch:
@@ -54,18 +57,20 @@ class RebalanceWatch:
         seen = self.seen.get(group_id)
         if seen is None:
             # First seen (after a load, say): what happened before is not ours to count.
-            self.seen[group_id] = Seen(generation, self.clock() if preparing else None)
+            self.seen[group_id] = Seen(generation, self.clock() if preparing else None, preparing)
             return
         if generation > seen.generation:
             self.registry.inc("group_rebalances", _PROTOCOL[protocol], generation - seen.generation)
             if seen.preparing_since is not None:
                 self.registry.observe("group_rebalance_duration_ms", (self.clock() - seen.preparing_since) * 1000, _PROTOCOL[protocol])
             seen.generation = generation
-            seen.preparing_since = self.clock() if preparing else None
+            seen.preparing_since, seen.seen_preparing = (self.clock(), True) if preparing else (None, False)
         elif generation < seen.generation:
             seen.generation = generation  # deleted and created again between two looks
-            seen.preparing_since = self.clock() if preparing else None
-        elif preparing and seen.preparing_since is None:
-            seen.preparing_since = self.clock()
-        elif not preparing and seen.preparing_since is not None and group.state.value == "Empty":
-            seen.preparing_since = None  # every member left before it completed
+            seen.preparing_since, seen.seen_preparing = (self.clock(), True) if preparing else (None, False)
+        elif preparing:
+            if seen.preparing_since is None:
+                seen.preparing_since = self.clock()
+            seen.seen_preparing = True
+        elif seen.seen_preparing and group.state.value == "Empty":
+            seen.preparing_since, seen.seen_preparing = None, False  # every member left before it completed

@@ -67,3 +67,18 @@ class Registry:
 
 # This process's registry: every actor of the process records into it.
 REGISTRY = Registry()
+
+
+# Ray actor classes (@ray.remote) are pickled by value, and with them the globals their own methods
+# name: REGISTRY named there would be a copy. Their methods call these functions instead, which
+# are pickled by reference and so reach the process's one registry.
+def inc(name: str, labels: Labels = (), amount: float = 1) -> None:
+    REGISTRY.inc(name, labels, amount)
+
+
+def snapshot(gauges: list[tuple[str, dict[str, str], float]] | None = None) -> dict[str, Any]:
+    return REGISTRY.snapshot(gauges)
+
+
+def observe(name: str, value: float, labels: Labels = ()) -> None:
+    REGISTRY.observe(name, value, labels)

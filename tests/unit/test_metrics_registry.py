@@ -93,3 +93,31 @@ def test_share_groups_count_group_epoch_bumps_and_a_deleted_group_starts_afresh(
     watch.observe("s", None)
     watch.observe("s", share(7))
     assert _rebalances(r) == {"share": 2}
+
+
+def test_a_new_group_s_member_id_required_answer_from_an_empty_group_does_not_end_its_first_rebalance():
+    now = [0.0]
+    r = Registry()
+    watch = RebalanceWatch(r, clock=lambda: now[0])
+    watch.before_join("g", None)
+    watch.observe("g", _classic(0, "Empty"))  # JoinGroup answered MEMBER_ID_REQUIRED
+    watch.before_join("g", _classic(0, "Empty"))
+    watch.observe("g", _classic(0, "PreparingRebalance"))
+    now[0] = 0.5
+    watch.observe("g", _classic(1, "CompletingRebalance"))
+    assert _rebalances(r) == {"classic": 1}
+    assert r.snapshot()["histograms"][0][4] == 500.0
+
+
+def test_a_rebalance_every_member_left_is_not_timed_into_the_next_one():
+    now = [0.0]
+    r = Registry()
+    watch = RebalanceWatch(r, clock=lambda: now[0])
+    watch.observe("g", _classic(3, "Stable"))
+    watch.observe("g", _classic(3, "PreparingRebalance"))
+    watch.observe("g", _classic(3, "Empty"))
+    now[0] = 100.0
+    watch.observe("g", _classic(3, "PreparingRebalance"))
+    now[0] = 101.0
+    watch.observe("g", _classic(4, "CompletingRebalance"))
+    assert r.snapshot()["histograms"][0][4] == 1000.0
