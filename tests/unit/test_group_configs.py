@@ -115,3 +115,29 @@ def test_overrides_are_pushed_with_the_map_and_survive_a_controller_restart(tmp_
             again.executor.shutdown()
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_a_failed_write_still_publishes_the_groups_written_before_it(tmp_path):
+    async def main() -> None:
+        controller = Controller(Config(SMALL), tmp_path, "127.0.0.1", 0, "test", pool=FakePool(), clock=FakeClock())
+        await controller.start()
+        try:
+            real, writes = controller.metadata.write, []
+
+            async def second_fails(*args):
+                writes.append(args)
+                if len(writes) == 2:
+                    raise OSError("disk full")
+                return await real(*args)
+
+            controller.metadata.write = second_fails
+            changes = [(g, [AlterOp("share.delivery.count.limit", SET, "4")]) for g in ("a", "b")]
+            with pytest.raises(OSError):
+                await controller.alter_group_configs(changes)
+            leaders = [a for a in controller.pool.spawned if a.kind is ActorKind.PARTITION_LEADER]
+            assert all(a.leadership.group_configs == {"a": {"share.delivery.count.limit": "4"}} for a in leaders)
+        finally:
+            await controller.shutdown()
+            controller.executor.shutdown()
+
+    asyncio.run(asyncio.wait_for(main(), 30))
