@@ -326,6 +326,14 @@ class Controller:
     def events_since(self, index: int) -> tuple[int, list[dict[str, Any]]]:
         return len(self.events), self.events[index:]
 
+    async def metrics(self, timeout: float) -> list[dict[str, Any]]:
+        """Its own and every live actor's metrics snapshot (issue 13), asked at once; an actor that
+        does not answer within `timeout` is reported with its error, not waited for."""
+        from cluster.metrics.gather import gather_snapshots
+
+        own_node = getattr(self.pool, "own_node", lambda: None)()
+        return await gather_snapshots(self.actors.values(), self.pool, timeout, own_node)
+
     def _event(self, kind: str, message: str) -> None:
         log.info("%s: %s", kind, message)
         self.events.append({"time": time.time(), "kind": kind, "message": message})
@@ -381,3 +389,6 @@ class ControllerActor:
 
     async def events_since(self, index: int) -> tuple[int, list[dict[str, Any]]]:
         return self.controller.events_since(index)
+
+    async def metrics(self, timeout: float) -> list[dict[str, Any]]:
+        return await self.controller.metrics(timeout)
