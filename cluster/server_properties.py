@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cluster.config import SETTINGS, Config, parse_pairs, parse_values, read_properties
+from cluster.config import SETTINGS, Config, ConfigError, parse_pairs, parse_values, read_properties
 from cluster.kafka_broker_names import is_kafka_setting
 
 _LISTENER_SETTINGS = ("listeners", "advertised.listeners")
@@ -83,7 +83,26 @@ def map_kafka_settings(raw: Mapping[str, str]) -> UserConfig:
         warnings.append(note)
     if ignored:
         warnings.append(f"Kafka broker settings that do not apply to raygroups, ignored: {', '.join(ignored)}")
-    return UserConfig(Config(parse_values(ours, check_ranges=True)), warnings, data_dir)
+    config = Config(parse_values(ours, check_ranges=True))
+    check_together(config)
+    return UserConfig(config, warnings, data_dir)
+
+
+# Kafka's checks across settings (GroupCoordinatorConfig's and ShareGroupConfig's `require`s), as
+# (larger, smaller, strictly): the first must be at least (or, strictly, more than) the second.
+_ORDERED = (
+    ("group.max.session.timeout.ms", "group.min.session.timeout.ms", False),
+    ("group.share.session.timeout.ms", "group.share.heartbeat.interval.ms", True),
+    ("group.share.max.share.sessions", "group.share.max.size", False),
+)
+
+
+def check_together(config: Config) -> None:
+    for larger, smaller, strictly in _ORDERED:
+        big, small = config[larger], config[smaller]
+        if big < small or (strictly and big == small):
+            raise ConfigError(f"bad value for {larger}: must be {'more than' if strictly else 'at least'} "
+                              f"{smaller} ({small}), got {big}")
 
 
 def _without_controllers(text: str, controllers: set[str]) -> tuple[str, list[str]]:

@@ -78,3 +78,17 @@ def test_listeners_given_with_config_are_not_overridden_by_port():
 
     user = load_user_config(["listeners=SSL://:9093"], STOCK)
     assert with_command_line_address(user, None, 0)["listeners"] == "SSL://:9093"
+
+
+@pytest.mark.parametrize("pairs, message", [
+    (["group.min.session.timeout.ms=10000", "group.max.session.timeout.ms=9000"],
+     "bad value for group.max.session.timeout.ms: must be at least group.min.session.timeout.ms (10000), got 9000"),
+    (["group.share.heartbeat.interval.ms=45000"],
+     "bad value for group.share.session.timeout.ms: must be more than group.share.heartbeat.interval.ms (45000), got 45000"),
+    (["group.share.max.size=300", "group.share.max.share.sessions=250"],
+     "bad value for group.share.max.share.sessions: must be at least group.share.max.size (300), got 250"),
+])
+def test_settings_checked_together_as_kafka_does(pairs, message):
+    with pytest.raises(ConfigError) as caught:
+        load_user_config(pairs)
+    assert str(caught.value) == message
