@@ -110,8 +110,10 @@ def print_status(state: dict[str, Any], actor_list: list[dict[str, Any]]) -> Non
 
 def settings_table(rows: list[dict[str, Any]]) -> Table:
     table = Table(title="settings (--config name=value, --config-file server.properties)")
-    for col in ("name", "default", "range", "meaning"):
-        table.add_column(col, overflow="fold")
+    table.add_column("name", no_wrap=True)
+    table.add_column("default", overflow="fold", max_width=24)  # the protocol map's default is long
+    table.add_column("range", overflow="fold", max_width=24)
+    table.add_column("meaning", overflow="fold")
     for row in rows:
         table.add_row(row["name"], row["default"], row["range"], row["meaning"])
     return table
