@@ -8,6 +8,7 @@ kafka-python's KafkaAdminClient.delete_group_offsets, the share-group APIs as ra
 
 from __future__ import annotations
 
+import signal
 import time
 
 import pytest
@@ -22,7 +23,7 @@ from cluster.gateway.apis import ApiKey
 from tests.clients import confluent_produce, create_topic
 from tests.cluster_process import ClusterProcess
 from tests.kio_client import KioClient
-from tests.share_runs import ShareConsumerProc, wait_until
+from tests.share_runs import ShareConsumerProc, share_partitions, wait_until
 
 OFFSET_INVALID = -1001  # librdkafka's "no committed offset"
 
@@ -186,3 +187,23 @@ def test_delete_removes_a_share_groups_state_and_a_new_consumer_starts_by_the_re
     # share.auto.offset.reset=earliest: everything again, each record a first delivery.
     assert consume(cluster, group, topic) == [(o, 1) for o in range(10)]
     assert share_offsets(cluster, group) == {(topic, 0): 10}
+
+
+def test_alter_reaches_a_share_partition_the_leader_still_holds_for_a_stopped_consumer(cluster):
+    """SIGSTOP keeps the consumer's connection, so its share session and the leader's share partition
+    (its records acquired) outlive its membership; Kafka fences that partition with the state epoch,
+    here the leader drops it after the Alter, and the next consumer reads the new start offset."""
+    topic, group = "sh-stale", "sg-stale"
+    create_topic(cluster.bootstrap, topic, 1)
+    confluent_produce(cluster.bootstrap, topic, [(0, b"k", f"v{i}".encode(), []) for i in range(10)])
+    holder = ShareConsumerProc.start("holder", cluster.bootstrap, group, topic, "--policy", "hold")
+    try:
+        holder.wait_for("holding")
+        holder.signal(signal.SIGSTOP)
+        wait_until(lambda: empty(cluster, group), timeout=60, what="the stopped member expired")
+        assert share_partitions(cluster.bootstrap, group, topic), "the leader still holds the share partition"
+        response = alter(cluster, group, topic, {0: 7})
+        assert [(p.partition_index, p.error_code) for t in response.responses for p in t.partitions] == [(0, ErrorCode.none)]
+        assert consume(cluster, group, topic) == [(7, 1), (8, 1), (9, 1)]
+    finally:
+        holder.kill()
