@@ -294,6 +294,8 @@ def pause(
     bootstrap: str = BootstrapOption,
 ) -> None:
     """Stop one actor's process (SIGSTOP) for a while, then let it go on (SIGCONT)."""
+    if not seconds > 0:
+        fail(f"--seconds: must be more than 0, got {seconds:g}")
     result = _admin(bootstrap, "pause", name=name, seconds=seconds)
     console.print(f"{name} (pid {result['pid']}) was stopped for {result['seconds']:g} s and runs again")
 

@@ -94,3 +94,10 @@ def test_topics_with_dashes():
     assert kill_target(status, leader_of="a-b-1") == "pl"
     with pytest.raises(KillTargetError):
         kill_target(status, leader_of="a-b-")
+
+
+@pytest.mark.parametrize("seconds", ["0", "-1", "nan"])
+def test_pause_seconds_out_of_range_is_one_line(admin, seconds):
+    result = CliRunner().invoke(app, ["pause", "gateway-0", "--seconds", seconds])
+    assert result.exit_code == 2 and "--seconds: must be more than 0" in result.output
+    assert admin == []
