@@ -47,11 +47,15 @@ class Registry:
         counters[key] = counters.get(key, 0) + amount
 
     def observe(self, name: str, value: float, labels: Labels = (), bounds: tuple[float, ...] = LATENCY_BUCKETS_MS) -> None:
+        self.histogram(name, labels, bounds).observe(value)
+
+    def histogram(self, name: str, labels: Labels = (), bounds: tuple[float, ...] = LATENCY_BUCKETS_MS) -> Histogram:
+        """The histogram itself, for a hot path that keeps it rather than look it up each time."""
         key = (name, labels)
         histogram = self.histograms.get(key)
         if histogram is None:
             histogram = self.histograms[key] = Histogram(bounds)
-        histogram.observe(value)
+        return histogram
 
     def snapshot(self, gauges: list[tuple[str, dict[str, str], float]] | None = None) -> dict[str, Any]:
         """The numbers now, as plain lists and dicts (msgpack- and pickle-friendly)."""
