@@ -93,7 +93,9 @@ def test_alter_and_describe_a_groups_settings(cluster):
     plain = describe(cluster, ResourceType.GROUP, "cfg")
     assert plain["share.auto.offset.reset"].value == "latest"
     assert plain["share.record.lock.duration.ms"].value == str(BROKER_LOCK_MS)
-    assert plain["share.record.lock.duration.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+    # Not the group's own: the broker's, given at its start.
+    assert plain["share.record.lock.duration.ms"].source == ConfigSource.STATIC_BROKER_CONFIG.value
+    assert plain["share.delivery.count.limit"].source == ConfigSource.DEFAULT_CONFIG.value
 
     alter_group(cluster, "cfg", ("share.delivery.count.limit", "3", SET), validate_only=True)
     assert describe(cluster, ResourceType.GROUP, "cfg")["share.delivery.count.limit"].value == "5"

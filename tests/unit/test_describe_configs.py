@@ -121,6 +121,9 @@ def test_groups_show_their_overrides_else_the_brokers_values():
     other = configs(plain)
     assert other["share.record.lock.duration.ms"].value == "30000"
     assert other["share.record.lock.duration.ms"].config_source == DEFAULT_CONFIG
+    g.config = Config({"group.share.record.lock.duration.ms": 40_000})
+    (static,) = describe(g, [(GROUP, "other", None)])
+    assert configs(static)["share.record.lock.duration.ms"].config_source == STATIC_BROKER_CONFIG
     assert other["share.auto.offset.reset"].value == "latest" and other["share.delivery.count.limit"].value == "5"
     assert other["share.session.timeout.ms"].read_only
     assert unsupported.error_code == ErrorCode.invalid_request

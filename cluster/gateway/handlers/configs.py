@@ -176,10 +176,9 @@ def group_entries(config: Any, overrides: dict[str, str]) -> list[dict[str, Any]
         setting = GROUP_SETTINGS[name]
         source, synonyms = _broker_source(config, setting.broker_setting)
         synonyms = [(setting.broker_setting, v, s) for _, v, s in synonyms]
+        # Kafka's ConfigHelper: the source is the first synonym's, the group's own before the broker's.
         if overridden:
             source, synonyms = GROUP_CONFIG, [(name, overrides[name], GROUP_CONFIG), *synonyms]
-        else:
-            source = DEFAULT_CONFIG  # Kafka's source for a group setting not overridden
         out.append({
             "name": name, "value": _text(value), "read_only": not setting.alterable, "source": source,
             "synonyms": synonyms, "type": STRING if name == "share.auto.offset.reset" else INT, "doc": setting.doc,
