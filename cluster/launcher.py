@@ -92,7 +92,7 @@ def start_ray(namespace: str, address: str | None, dashboard: bool = False) -> s
     """
     import ray
 
-    if dashboard:
+    if dashboard and not address:  # a cluster joined has its own dashboard, or none
         check_dashboard_installed()
     if address:
         check_reachable(address)
