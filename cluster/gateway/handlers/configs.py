@@ -73,18 +73,22 @@ def _entries(gw: Any, resource_type: int, name: str) -> list[dict[str, Any]]:
         _check_node_id(gw, name, "or empty string, ")
         return broker_entries(gw.config)
     if resource_type == TOPIC:
-        info = gw.leadership.topics.get(name)
-        if info is None:
-            problem = validate_topic_name(name)
-            if problem:
-                raise Refused(ErrorCode.invalid_topic_exception, problem)
-            raise Refused(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist")
-        return topic_entries(gw.config, info.internal)
+        return topic_entries(gw.config, _known_topic(gw, name).internal)
     if resource_type == GROUP:
         if not name:
             raise Refused(ErrorCode.invalid_request, "Group name must not be empty")
         return group_entries(gw.config, gw.leadership.group_configs.get(name, {}))
     raise Refused(ErrorCode.invalid_request, f"Unsupported resource type {resource_type}")
+
+
+def _known_topic(gw: Any, name: str) -> Any:
+    info = gw.leadership.topics.get(name)
+    if info is None:
+        problem = validate_topic_name(name)
+        if problem:
+            raise Refused(ErrorCode.invalid_topic_exception, problem)
+        raise Refused(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist")
+    return info
 
 
 def _check_node_id(gw: Any, name: str, also: str = "") -> None:
@@ -237,11 +241,7 @@ def _refuse_non_group(gw: Any, resource_type: int, name: str, ops: list[AlterOp]
         names = ", ".join(op.name for op in ops)
         raise Refused(ErrorCode.invalid_request, f"Cannot update these configs dynamically: Set({names})")
     if resource_type == TOPIC:
-        if name not in gw.leadership.topics:
-            problem = validate_topic_name(name)
-            if problem:
-                raise Refused(ErrorCode.invalid_topic_exception, problem)
-            raise Refused(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist")
+        _known_topic(gw, name)
         # Kafka's answer when the broker's alter.config.policy refuses a change.
         raise Refused(ErrorCode.policy_violation, "raygroups does not change topic configs (DescribeConfigs shows what applies)")
     raise Refused(ErrorCode.invalid_request, f"Unknown resource type {resource_type}")
