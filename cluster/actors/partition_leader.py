@@ -250,9 +250,9 @@ class PartitionLeaderActor:
 
     async def update_leadership(self, leadership: Leadership) -> None:
         self.router.update(leadership)
-        # The groups' share settings ride the map (cluster/group_configs.py); only a newer one counts.
-        if self.router.leadership is leadership:
-            self.leader.shares.set_group_configs(leadership.group_configs)
+        # The groups' share settings ride the map (cluster/group_configs.py): those of the newest map
+        # the router holds, which a pull may have brought before this push.
+        self.leader.shares.set_group_configs(self.router.leadership.group_configs)
 
     async def ping(self) -> bool:
         return True
