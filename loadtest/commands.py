@@ -32,11 +32,11 @@ def register(app: typer.Typer) -> None:
 
 def experiment(
     scenario: Path = typer.Argument(..., help="the scenario file (TOML; examples/demo.toml shows every key)"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory (default: runs/<scenario>-<time>)"),
-    bootstrap: Optional[str] = typer.Option(None, "--bootstrap", "-b",
+    out: Optional[Path] = typer.Option(None, "--out", "-o", envvar="RAYGROUPS_OUT", help="run directory (default: runs/<scenario>-<time>)"),
+    bootstrap: Optional[str] = typer.Option(None, "--bootstrap", "-b", envvar="RAYGROUPS_BOOTSTRAP",
                                             help="use this running cluster instead of starting one"),
-    duration: Optional[float] = typer.Option(None, "--duration", help="override the scenario's duration_s"),
-    no_report: bool = typer.Option(False, "--no-report", help="skip the PySpark report at the end"),
+    duration: Optional[float] = typer.Option(None, "--duration", envvar="RAYGROUPS_DURATION", help="override the scenario's duration_s"),
+    no_report: bool = typer.Option(False, "--no-report", envvar="RAYGROUPS_NO_REPORT", help="skip the PySpark report at the end"),
 ) -> None:
     """Run a scenario's load with its faults, write RUN_DIR, check it and report on it (exit 1 on a violation)."""
     from loadtest.experiment.command import run_experiment
@@ -64,7 +64,7 @@ def check(run_dir: Path = typer.Argument(..., help="a run directory written by `
 
 def report(
     run_dir: Path = typer.Argument(..., help="a run directory written by `raygroups experiment`"),
-    spark_master: Optional[str] = typer.Option(None, "--spark-master", help="a Spark master URL (default: local)"),
+    spark_master: Optional[str] = typer.Option(None, "--spark-master", envvar="RAYGROUPS_SPARK_MASTER", help="a Spark master URL (default: local)"),
 ) -> None:
     """Analyse a run with PySpark: RUN_DIR/report/index.html with plots, verdicts and tables."""
     from loadtest.experiment.rundir import RunDirError
@@ -78,8 +78,8 @@ def report(
 
 
 def demo(
-    duration: Optional[float] = typer.Option(None, "--duration", help="seconds of load (default 90)"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory (default: a new temporary one)"),
+    duration: Optional[float] = typer.Option(None, "--duration", envvar="RAYGROUPS_DURATION", help="seconds of load (default 90)"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", envvar="RAYGROUPS_OUT", help="run directory (default: a new temporary one)"),
 ) -> None:
     """The main job: a mixed classic + share load on an embedded cluster, four faults, the check and the report."""
     from loadtest.demo import run_demo

@@ -81,8 +81,8 @@ def test_every_option_of_every_raygroups_command_has_an_environment_variable():
     import typer.main
 
     group = typer.main.get_command(app)
-    mine = ["up", "config", "actors", "status", "kill", "pause", "move", "user"]
-    for name in mine:
+    assert {"experiment", "check", "report", "demo"} <= set(group.commands)  # the load-test jobs too
+    for name in group.commands:
         command = group.commands[name]
         commands = command.commands.values() if hasattr(command, "commands") else [command]
         for cmd in commands:
