@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import subprocess
 import time
 import urllib.request
 from pathlib import Path
@@ -21,7 +22,7 @@ from confluent_kafka import Consumer
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.clients import confluent_produce, create_topic
-from tests.cluster_process import ClusterProcess
+from tests.cluster_process import RAYGROUPS, ClusterProcess
 from tests.share_runs import ShareConsumerProc
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,6 +138,30 @@ def test_records_held_by_a_share_consumer_show_in_flight_with_their_lock_s_age(c
         assert 0 < age < 60_000
     finally:
         holder.kill()
+
+
+def test_a_paused_actor_is_skipped_and_counted_and_the_scrape_still_answers(cluster):
+    pause = subprocess.Popen(
+        [RAYGROUPS, "pause", "share-coordinator-1", "--seconds", "8", "--bootstrap", cluster.bootstrap.split(",")[0]],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline, samples, took = time.time() + 20, {}, 0.0
+        while time.time() < deadline:
+            started = time.perf_counter()
+            samples = scrape(cluster)
+            took = time.perf_counter() - started
+            if total(samples, "raygroups_actor_up", actor="share-coordinator-1") == 0:
+                break
+        assert total(samples, "raygroups_actor_up", actor="share-coordinator-1") == 0
+        assert total(samples, "raygroups_scrape_actors_failed") == 1
+        assert total(samples, "raygroups_actor_up", actor="share-coordinator-0") == 1  # the others still answer
+        assert took < 3 + 2  # the per-actor timeout, not the pause
+        assert pause.wait(30) == 0
+    finally:
+        if pause.poll() is None:
+            pause.kill()
+    assert total(scrape(cluster), "raygroups_actor_up", actor="share-coordinator-1") == 1
 
 
 def test_a_killed_group_coordinator_is_a_failover_and_scrapes_go_on(cluster):
