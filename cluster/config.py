@@ -59,6 +59,15 @@ SETTINGS: dict[str, Setting] = {
         Setting("share.coordinator.state.topic.num.partitions", 50, Int(1), "partitions of __share_group_state"),
         Setting("group.share.record.lock.duration.ms", 30_000, Int(1000, 3_600_000), "acquisition lock duration"),
         Setting("group.share.delivery.count.limit", 5, Int(2, 10), "deliveries before a record is archived"),
+        # The bounds of a group's own share.record.lock.duration.ms and share.delivery.count.limit
+        # (IncrementalAlterConfigs, cluster/group_configs.py). Kafka also holds the broker-wide values
+        # above within them; raygroups does not, so a test may use a short lock (say 5 s) cluster-wide.
+        Setting("group.share.min.record.lock.duration.ms", 15_000, Int(1000, 3_600_000),
+                "lowest share.record.lock.duration.ms a group may set"),
+        Setting("group.share.max.record.lock.duration.ms", 60_000, Int(1000, 3_600_000),
+                "highest share.record.lock.duration.ms a group may set"),
+        Setting("group.share.min.delivery.count.limit", 2, Int(2, 10), "lowest share.delivery.count.limit a group may set"),
+        Setting("group.share.max.delivery.count.limit", 10, Int(2, 10), "highest share.delivery.count.limit a group may set"),
         Setting("group.share.partition.max.record.locks", 2000, Int(100, 10_000), "in-flight records per share partition"),
         Setting("group.share.max.size", 200, Int(1, 1000), "members per share group"),
         Setting("group.share.heartbeat.interval.ms", 5000, Int(1), "heartbeat interval given to share members"),

@@ -94,6 +94,8 @@ _ORDERED = (
     ("group.max.session.timeout.ms", "group.min.session.timeout.ms", False),
     ("group.share.session.timeout.ms", "group.share.heartbeat.interval.ms", True),
     ("group.share.max.share.sessions", "group.share.max.size", False),
+    ("group.share.max.record.lock.duration.ms", "group.share.min.record.lock.duration.ms", False),
+    ("group.share.max.delivery.count.limit", "group.share.min.delivery.count.limit", False),
 )
 
 

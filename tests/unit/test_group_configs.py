@@ -68,6 +68,25 @@ def test_the_bounds_take_in_the_brokers_own_value():
     assert lock_duration_ms(broker, {"share.record.lock.duration.ms": "20000"}) == 20_000
 
 
+def test_the_bounds_are_the_brokers_min_and_max_settings():
+    broker = Config({"group.share.min.record.lock.duration.ms": 2000, "group.share.max.record.lock.duration.ms": 90_000,
+                     "group.share.max.delivery.count.limit": 6})
+    assert apply(broker, {}, [AlterOp("share.record.lock.duration.ms", SET, "2000")]) == {
+        "share.record.lock.duration.ms": "2000"}
+    assert apply(broker, {}, [AlterOp("share.record.lock.duration.ms", SET, "90000")]) == {
+        "share.record.lock.duration.ms": "90000"}
+    refusal = apply(broker, {}, [AlterOp("share.delivery.count.limit", SET, "7")])
+    assert isinstance(refusal, Refusal) and "group.share.max.delivery.count.limit" in refusal.message
+
+
+def test_a_min_above_its_max_is_refused_at_start():
+    from cluster.config import ConfigError
+    from cluster.server_properties import check_together
+
+    with pytest.raises(ConfigError, match="group.share.max.record.lock.duration.ms: must be at least"):
+        check_together(Config({"group.share.min.record.lock.duration.ms": 70_000}))
+
+
 def test_group_config_records_replay_and_revert():
     meta = ClusterMetadata()
     result = meta.set_group_configs("g", {"share.auto.offset.reset": "earliest"})
