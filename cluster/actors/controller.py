@@ -332,7 +332,10 @@ class Controller:
         from cluster.metrics.gather import gather_snapshots
 
         own_node = getattr(self.pool, "own_node", lambda: None)()
-        return await gather_snapshots(self.actors.values(), self.pool, timeout, own_node)
+        partitions = list(self._meta().leader_epochs)
+        led = sum(1 for tp in partitions if tp in self.leaders and self.actors[self.leaders[tp]].alive)
+        gauges = [("partitions", {}, float(len(partitions))), ("offline_partitions", {}, float(len(partitions) - led))]
+        return await gather_snapshots(self.actors.values(), self.pool, timeout, own_node, gauges)
 
     def _event(self, kind: str, message: str) -> None:
         log.info("%s: %s", kind, message)

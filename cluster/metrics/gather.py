@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from cluster.metrics.registry import REGISTRY
 
 
-async def gather_snapshots(entries: Iterable[Any], pool: Any, timeout: float, own_node: str | None) -> list[dict[str, Any]]:
-    """entries: the controller's ActorEntry objects (name, kind, node_id, alive, handle)."""
+async def gather_snapshots(
+    entries: Iterable[Any], pool: Any, timeout: float, own_node: str | None, own_gauges: Sequence[Any] = (),
+) -> list[dict[str, Any]]:
+    """entries: the controller's ActorEntry objects (name, kind, node_id, alive, handle);
+    own_gauges: the controller's own state (partitions, offline partitions)."""
     entries = list(entries)
     alive = Counter((e.kind.value, e.alive) for e in entries)
-    gauges = [("actors", {"actor_kind": kind, "alive": str(is_alive).lower()}, float(n)) for (kind, is_alive), n in alive.items()]
+    gauges = list(own_gauges)
+    gauges += [("actors", {"actor_kind": kind, "alive": str(is_alive).lower()}, float(n)) for (kind, is_alive), n in alive.items()]
     own = {"name": "controller", "kind": "controller", "node_id": own_node, "metrics": REGISTRY.snapshot(gauges)}
 
     async def one(entry: Any) -> dict[str, Any]:

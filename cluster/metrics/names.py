@@ -64,6 +64,10 @@ CATALOG: dict[str, MetricName] = {
                             "kafka.controller:type=ControllerStats,name=LeaderElectionRateAndTimeMs (nearest)"),
     "failover_partitions": MetricName("counter", "Partitions moved because their actor died",
                                       "kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec (nearest)"),
+    "partitions": MetricName("gauge", "Partitions the cluster has (internal topics' included)",
+                             "kafka.controller:type=KafkaController,name=GlobalPartitionCount"),
+    "offline_partitions": MetricName("gauge", "Partitions without a live leader (a failover not yet placed, or no actor of their kind)",
+                                     "kafka.controller:type=KafkaController,name=OfflinePartitionsCount"),
     "actors": MetricName("gauge", "Actors the controller knows, by kind and whether alive",
                          "none (Kafka: kafka.controller:type=KafkaController,name=ActiveBrokerCount)"),
     # -- the scrape itself -----------------------------------------------------------------------

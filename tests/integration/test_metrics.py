@@ -119,6 +119,8 @@ def test_a_small_load_moves_the_request_group_and_share_counters(cluster):
     assert total(after, "raygroups_share_group_count") >= 1
     assert total(after, "raygroups_partition_load_time_ms_count") >= 2  # at least the new topic's
     assert total(after, "raygroups_scrape_actors_failed") == 0
+    assert total(after, "raygroups_partitions") == 50 + 50 + 2  # both internal topics' and the new one's
+    assert total(after, "raygroups_offline_partitions") == 0
     kinds = {dict(ls)["kind"] for (n, ls) in after if n == "raygroups_actor_up"}
     assert kinds == {"controller", "gateway", "group-coordinator", "share-coordinator", "partition-leader"}
 
@@ -178,6 +180,7 @@ def test_a_killed_group_coordinator_is_a_failover_and_scrapes_go_on(cluster):
         time.sleep(0.5)
     assert after == before + 1
     assert total(samples, "raygroups_failover_partitions_total") >= 1
+    assert total(samples, "raygroups_offline_partitions") == 0  # placed on the live coordinator
     # A scrape is bounded by the per-actor timeout (3 s) even while an actor is dying.
     assert slowest < 10
     up = {dict(ls)["actor"]: v for (n, ls), v in samples.items() if n == "raygroups_actor_up"}

@@ -83,7 +83,7 @@ def test_gathering_bounds_each_actor_reports_the_silent_and_skips_the_dead():
     loop = asyncio.new_event_loop()
     try:
         started = loop.time()
-        gathered = loop.run_until_complete(gather_snapshots(entries, _Pool(), 0.2, "n"))
+        gathered = loop.run_until_complete(gather_snapshots(entries, _Pool(), 0.2, "n", [("offline_partitions", {}, 0.0)]))
         took = loop.time() - started
     finally:
         loop.close()
@@ -93,5 +93,7 @@ def test_gathering_bounds_each_actor_reports_the_silent_and_skips_the_dead():
     assert by_name["gateway-0"]["metrics"]["counters"] == [("requests", {}, 1)]
     assert "TimeoutError" in by_name["gateway-1"]["error"]
     assert "actor died" in by_name["gateway-2"]["error"]
-    actors = {(g[1]["actor_kind"], g[1]["alive"]): g[2] for g in by_name["controller"]["metrics"]["gauges"]}
+    own = by_name["controller"]["metrics"]["gauges"]
+    assert own[0] == ("offline_partitions", {}, 0.0)
+    actors = {(g[1]["actor_kind"], g[1]["alive"]): g[2] for g in own if g[0] == "actors"}
     assert actors == {("gateway", "true"): 3, ("gateway", "false"): 1}
