@@ -13,13 +13,15 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 console = Console() if sys.stdout.isatty() else Console(width=160)
 err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=160)
 
 
 def fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    # The message is text, not markup: "[dashboard]" or "[::1]:9092" must print as given.
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(code)
 
 

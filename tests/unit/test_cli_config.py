@@ -132,3 +132,13 @@ def test_config_lists_every_setting_with_default_range_and_meaning():
     table = CliRunner().invoke(app, ["config"], env={"COLUMNS": "250"})
     assert table.exit_code == 0
     assert "group.share.record.lock.duration.ms" in table.output and "[1000,...,3600000]" in table.output
+
+
+def test_an_error_with_brackets_prints_them(capsys):
+    # rich markup would swallow "[dashboard]" and "[::1]" (the --dashboard hint lost its extra's name).
+    import typer
+    from cluster.cli_output import fail
+
+    with pytest.raises(typer.Exit):
+        fail("pip install 'raygroups[dashboard]' or use [::1]:9092")
+    assert "raygroups[dashboard]" in capsys.readouterr().err.replace("\n", "")
