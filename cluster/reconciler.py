@@ -377,6 +377,7 @@ class Reconciler:
             topics=dict(meta.topics),
             leaders={tp: (name, meta.leader_epochs.get(tp, 0)) for tp, name in self.leaders.items()},
             handles={e.name: e.handle for e in self.actors.values() if e.alive and e.kind is not ActorKind.GATEWAY},
+            group_configs=dict(meta.group_configs),
         )
 
     async def publish(self) -> None:

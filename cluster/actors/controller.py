@@ -53,15 +53,6 @@ METADATA_TP = (METADATA_TOPIC, 0)
 __all__ = ["METADATA_TP", "ActorEntry", "Controller", "ControllerActor"]
 
 
-class _Reconciler(Reconciler):
-    """The map it publishes also carries the groups' config overrides (cluster/group_configs.py)."""
-
-    def snapshot(self) -> Leadership:
-        leadership = super().snapshot()
-        leadership.group_configs = dict(self.meta().group_configs)
-        return leadership
-
-
 class Controller:
     def __init__(
         self,
@@ -87,7 +78,7 @@ class Controller:
         )
         self.pool: ActorPool = pool if pool is not None else RayActorPool(config, self.data_dir, namespace)
         self.events: list[dict[str, Any]] = []
-        self.reconciler = _Reconciler(self.pool, config, self._meta, self._bump_epochs, self._event, clock)
+        self.reconciler = Reconciler(self.pool, config, self._meta, self._bump_epochs, self._event, clock)
         self._loop_task: asyncio.Task | None = None
 
     @property

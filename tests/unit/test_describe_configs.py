@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import uuid
-from types import SimpleNamespace
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -24,18 +23,16 @@ from cluster.metadata import TopicInfo
 from tests.unit.gateway.fakes import gateway, request, run
 
 
-class FakeRemote:
+class FakeController:
+    """The controller client's alter_group_configs: records the call, answers as told."""
+
     def __init__(self, answer) -> None:
         self.answer = answer
         self.calls: list = []
 
-    def remote(self, changes, validate_only):
+    async def alter_group_configs(self, changes, validate_only):
         self.calls.append((changes, validate_only))
-
-        async def answered():
-            return self.answer(changes)
-
-        return answered()
+        return self.answer(changes)
 
 
 def gw(group_configs=None, answer=lambda changes: [(0, None)] * len(changes)):
@@ -48,7 +45,7 @@ def gw(group_configs=None, answer=lambda changes: [(0, None)] * len(changes)):
     g = gateway(leadership=leadership)
     g.config = Config({"message.max.bytes": 2_000_000, "ssl.key.password": "secret"})
     g.node_id = 3
-    g.controller = SimpleNamespace(handle=SimpleNamespace(alter_group_configs=FakeRemote(answer)))
+    g.controller = FakeController(answer)
     return g
 
 
@@ -160,7 +157,7 @@ def test_group_alters_go_to_the_controller_and_others_get_kafkas_errors():
         ("t", ErrorCode.policy_violation), ("nope", ErrorCode.unknown_topic_or_partition),
         ("", ErrorCode.invalid_request), ("dup", ErrorCode.invalid_request), ("m", ErrorCode.invalid_request),
     ]
-    (call,) = g.controller.handle.alter_group_configs.calls
+    (call,) = g.controller.calls
     assert call == ([("g", [AlterOp("share.auto.offset.reset", SET, "earliest")])], True)
 
 
@@ -168,7 +165,7 @@ def test_a_resource_named_twice_is_refused_both_times():
     g = gw()
     answers = alter(g, [(GROUP, "g", [("share.auto.offset.reset", SET, "earliest")])] * 2, version=0)
     assert answers == [("g", ErrorCode.invalid_request)] * 2
-    assert g.controller.handle.alter_group_configs.calls == []
+    assert g.controller.calls == []
 
 
 def test_the_controllers_refusal_is_the_answer():

@@ -251,7 +251,7 @@ async def _alter_groups(gw: Any, groups: list[tuple[int, str, list[AlterOp]]], v
     changes = [(group_id, ops) for _, group_id, ops in groups]
     try:
         # The controller validates against the stored overrides, writes and publishes them.
-        return await gw.controller.handle.alter_group_configs.remote(changes, validate_only)
+        return await gw.controller.alter_group_configs(changes, validate_only)
     except Exception as exc:  # the controller is being replaced: the client retries
         message = f"the controller did not answer: {str(exc).splitlines()[-1] if str(exc) else type(exc).__name__}"
         return [(ErrorCode.request_timed_out.value, message)] * len(groups)
