@@ -2,11 +2,18 @@
 
 acks=0 gets no response at all (Kafka), acks=1 and acks=-1 both answer once the leader has the
 batches in its log under the flush policy: with no follower replicas, the leader is the ISR.
+
+This runs once per produced batch of every producer, so the answer is built straight from kio's
+classes (a template per version) rather than through the generic dict coercion, and partitions
+rejected here never become a task.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
+import typing
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -21,39 +28,82 @@ async def produce(gw: Any, request: Request) -> Any:
     body = request.body
     acks = body.acks
     await refresh_if_unknown(gw, [t.name for t in body.topic_data])
+    rejected = _request_error(acks, body.transactional_id)
 
-    async def one(topic: str, partition: int, records: bytes | None) -> ProduceOutcome:
-        if acks not in (0, 1, -1):
-            return ProduceOutcome(ErrorCode.invalid_required_acks, message=f"acks must be 0, 1 or -1, got {acks}")
-        if body.transactional_id is not None:
-            return ProduceOutcome(ErrorCode.invalid_request, message="transactions are not supported (SPEC.md §11)")
-        info = gw.leadership.topics.get(topic)
-        if info is None or not partition_known(gw, topic, partition):
-            return ProduceOutcome(ErrorCode.unknown_topic_or_partition, message=f"unknown partition {topic}-{partition}")
-        if info.internal:
-            return ProduceOutcome(ErrorCode.invalid_topic_exception, message=f"cannot produce to internal topic {topic}")
-        return await gw.partitions.produce(topic, partition, bytes(records or b""))
-
-    keys = [(t.name, p.index) for t in body.topic_data for p in t.partition_data]
-    outcomes = await asyncio.gather(
-        *(one(t.name, p.index, p.records) for t in body.topic_data for p in t.partition_data)
-    )
+    keys: list[tuple[str, int]] = []
+    outcomes: list[ProduceOutcome | None] = []
+    waiting: list[tuple[int, Any]] = []
+    for t in body.topic_data:
+        topic = t.name
+        for p in t.partition_data:
+            outcome = rejected or _partition_error(gw, topic, p.index)
+            if outcome is None:
+                records = p.records
+                if type(records) is not bytes:
+                    records = bytes(records or b"")
+                waiting.append((len(outcomes), gw.partitions.produce(topic, p.index, records)))
+            keys.append((topic, p.index))
+            outcomes.append(outcome)
+    if len(waiting) == 1:
+        outcomes[waiting[0][0]] = await waiting[0][1]
+    elif waiting:
+        for (i, _), outcome in zip(waiting, await asyncio.gather(*(call for _, call in waiting))):
+            outcomes[i] = outcome
     if acks == 0:
         return None
-    by_topic: dict[str, list[dict[str, Any]]] = {}
+    return _response(request.api_version, keys, outcomes)  # type: ignore[arg-type]
+
+
+def _request_error(acks: int, transactional_id: str | None) -> ProduceOutcome | None:
+    if acks not in (0, 1, -1):
+        return ProduceOutcome(ErrorCode.invalid_required_acks, message=f"acks must be 0, 1 or -1, got {acks}")
+    if transactional_id is not None:
+        return ProduceOutcome(ErrorCode.invalid_request, message="transactions are not supported (SPEC.md §11)")
+    return None
+
+
+def _partition_error(gw: Any, topic: str, partition: int) -> ProduceOutcome | None:
+    info = gw.leadership.topics.get(topic)
+    if info is None or not partition_known(gw, topic, partition):
+        return ProduceOutcome(ErrorCode.unknown_topic_or_partition, message=f"unknown partition {topic}-{partition}")
+    if info.internal:
+        return ProduceOutcome(ErrorCode.invalid_topic_exception, message=f"cannot produce to internal topic {topic}")
+    return None
+
+
+def _response(version: int, keys: list[tuple[str, int]], outcomes: list[ProduceOutcome]) -> Any:
+    response, topic_cls, partition_cls, extra = _classes(version)
+    by_topic: dict[str, list[Any]] = {}
     for (topic, partition), o in zip(keys, outcomes):
-        by_topic.setdefault(topic, []).append(
-            {
-                "index": partition,
-                "error_code": o.error_code,
-                "base_offset": o.base_offset,
-                "log_start_offset": o.log_start_offset,
-                "error_message": o.message,
-                "record_errors": [],
-            }
-        )
-    return build_response(
+        fields = {"index": partition, "error_code": o.error_code, "base_offset": o.base_offset, **extra}
+        if "log_start_offset" in extra:
+            fields["log_start_offset"] = o.log_start_offset
+        if "error_message" in extra:
+            fields["error_message"] = o.message
+        by_topic.setdefault(topic, []).append(partition_cls(**fields))
+    responses = tuple(topic_cls(name=t, partition_responses=tuple(parts)) for t, parts in by_topic.items())
+    return dataclasses.replace(response, responses=responses)
+
+
+@functools.cache
+def _classes(version: int) -> tuple[Any, type, type, dict[str, Any]]:
+    """An empty response of this version (built the generic way once), its topic and partition
+    classes, and the partition fields other than index/error/offset with the values the generic
+    builder would give them (log_start_offset and error_message are overwritten per partition)."""
+    empty = build_response(ApiKey.PRODUCE, version, {"responses": []})
+    topic_cls = typing.get_args(typing.get_type_hints(type(empty))["responses"])[0]
+    partition_cls = typing.get_args(typing.get_type_hints(topic_cls)["partition_responses"])[0]
+    template = build_response(
         ApiKey.PRODUCE,
-        request.api_version,
-        {"responses": [{"name": t, "partition_responses": parts} for t, parts in by_topic.items()]},
-    )
+        version,
+        {"responses": [{"name": "", "partition_responses": [
+            {"index": 0, "error_code": ErrorCode.none, "base_offset": -1, "log_start_offset": -1,
+             "error_message": None, "record_errors": []}
+        ]}]},
+    ).responses[0].partition_responses[0]
+    extra = {
+        f.name: getattr(template, f.name)
+        for f in dataclasses.fields(partition_cls)
+        if f.name not in ("index", "error_code", "base_offset")
+    }
+    return empty, topic_cls, partition_cls, extra
