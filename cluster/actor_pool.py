@@ -83,16 +83,15 @@ class NodeMembership:
     """The nodes alive, as a node-aware pool last listed them: polled (level-triggered), since a
     node that joins sends no event and one that dies may take a while to fail its actors' calls."""
 
-    POLL_SECONDS = 2.0
-
-    def __init__(self, pool: NodeAwarePool) -> None:
+    def __init__(self, pool: NodeAwarePool, poll_seconds: float = 2.0) -> None:
         self.pool = pool
+        self.poll_seconds = poll_seconds
         self.nodes: list[str] | None = None
         self.polled_at = 0.0
 
     @property
     def next_poll(self) -> float:
-        return self.polled_at + self.POLL_SECONDS
+        return self.polled_at + self.poll_seconds
 
     async def poll(self, now: float) -> NodeChange | None:
         """The change since the last poll; None when nothing changed or the list could not be had."""

@@ -97,6 +97,12 @@ SETTINGS: dict[str, Setting] = {
         Setting("raygroups.gateways", "auto", GatewayCount(),
                 "gateways (Kafka brokers as clients see them): a count, per-node (one on each Ray node), or "
                 "auto (per-node when the Ray cluster has more than one node, else 1)"),
+        # How the controller spreads partitions over Ray nodes (cluster/placement.py, docs/scale-out.md).
+        Setting("raygroups.balance.max.moves", 8, Int(1),
+                "partitions the controller moves at once to balance a node that joined; the rest wait for the next pass"),
+        Setting("raygroups.balance.cooldown.ms", 30_000, Int(0),
+                "how long a partition that moved stays where it is before a balance pass may move it again"),
+        Setting("raygroups.node.poll.ms", 2000, Int(100), "how often the controller lists the Ray cluster's nodes"),
         Setting("raygroups.actor.replace", True, Bool(), "start a replacement when an actor dies"),
         Setting("raygroups.load.timeout.ms", 120_000, Int(1),
                 "how long the controller waits for an actor to load partitions before it retries the load"),

@@ -10,7 +10,7 @@ the pass holds the lock while it waits, so without a bound one hung load would s
 pass). Events only wake the loop early.
 
 With a pool that knows Ray's nodes (`NodeAwarePool`), the node set is one more thing that is: it is
-polled every `NODE_POLL_SECONDS`; a node that joins gets an actor of each kind and then a fair share
+polled every `raygroups.node.poll.ms`; a node that joins gets an actor of each kind and then a fair share
 of partitions, a bounded number a pass (`placement.rebalance`); the actors of a node that left are
 taken as dead at once rather than when Ray notices each of them.
 """
@@ -87,9 +87,13 @@ class Reconciler:
         self._spawn_at: dict[ActorKind, float] = {}
         self._failed_passes = 0
         self._pass_at = 0.0
-        self.membership = NodeMembership(pool) if isinstance(pool, NodeAwarePool) else None
+        self.membership = (
+            NodeMembership(pool, config["raygroups.node.poll.ms"] / 1000) if isinstance(pool, NodeAwarePool) else None
+        )
         self.moved_at: dict[TP, float] = {}  # when each partition last changed leader (clock)
-        self.rebalance_policy = RebalancePolicy()
+        self.rebalance_policy = RebalancePolicy(
+            max_moves=config["raygroups.balance.max.moves"], cooldown=config["raygroups.balance.cooldown.ms"] / 1000
+        )
         self._rebalance_at: float | None = None
         self.gateways = GatewayKeeper(self)
 
