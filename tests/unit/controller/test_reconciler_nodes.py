@@ -37,11 +37,11 @@ class NodePool(FakePool):
                 actor.dead.set()
 
 
-def run(test, tmp_path: Path, nodes: list[str]):
+def run(test, tmp_path: Path, nodes: list[str], **settings):
     async def main() -> None:
         pool, clock = NodePool(nodes), FakeClock()
         assert isinstance(pool, NodeAwarePool)
-        controller = Controller(Config(SMALL), tmp_path, "127.0.0.1", 0, "test", pool=pool, clock=clock)
+        controller = Controller(Config({**SMALL, **settings}), tmp_path, "127.0.0.1", 0, "test", pool=pool, clock=clock)
         await controller.start()
         try:
             await test(controller, pool, clock)
@@ -80,7 +80,8 @@ def test_every_node_runs_an_actor_of_each_kind_and_leads_a_fair_share(tmp_path):
 
 def test_a_node_that_joins_gets_actors_then_a_fair_share_in_bounded_steps(tmp_path):
     async def test(controller, pool, clock):
-        controller.reconciler.rebalance_policy = type(controller.reconciler.rebalance_policy)(max_moves=2, cooldown=30)
+        policy = controller.reconciler.rebalance_policy  # from the settings
+        assert (policy.max_moves, policy.cooldown, controller.reconciler.membership.poll_seconds) == (2, 30.0, 5.0)
         await controller.create_topics([TopicSpec("t", 12)])
         await settle(controller)
         before = dict(controller.leaders)
@@ -93,7 +94,8 @@ def test_a_node_that_joins_gets_actors_then_a_fair_share_in_bounded_steps(tmp_pa
         assert any("node c joined" in e["message"] for e in controller.events)
         loaded_where_led(controller, pool)
 
-    run(test, tmp_path, ["a", "b"])
+    run(test, tmp_path, ["a", "b"], **{"raygroups.balance.max.moves": 2, "raygroups.balance.cooldown.ms": 30_000,
+                                       "raygroups.node.poll.ms": 5000})
 
 
 def test_a_node_that_leaves_moves_exactly_its_partitions(tmp_path):
