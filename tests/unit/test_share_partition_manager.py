@@ -296,3 +296,32 @@ def test_a_share_partition_is_evicted_only_once_no_gateway_has_a_session_for_the
         await h.leader.shutdown()
 
     asyncio.run(main())
+
+
+def test_a_fetch_reads_the_log_only_as_far_as_its_records_need(tmp_path, monkeypatch):
+    """The request's max_bytes (librdkafka: 50 MiB) is not read from disk on every fetch to
+    acquire max_records of it; bytes per record are learnt from what the share partition served."""
+    from cluster.partition import UserPartition
+
+    reads: list[int] = []
+    read = UserPartition.read
+
+    def recording(self, offset, max_bytes):
+        reads.append(max_bytes)
+        return read(self, offset, max_bytes)
+
+    monkeypatch.setattr(UserPartition, "read", recording)
+
+    async def main():
+        h = await Harness(tmp_path).start()
+        for i in range(40):
+            await h.produce(100)
+        out = await h.fetch("m1", max_records=250)
+        assert ranges(out) == [(0, 99, 1), (100, 199, 1), (200, 299, 1)]  # whole batches, as before
+        assert reads[-1] <= 1 << 20
+        out = await h.fetch("m1", max_records=250)
+        assert ranges(out) == [(300, 399, 1), (400, 499, 1), (500, 599, 1)]
+        assert reads[-1] <= 64 * 1024  # learnt: some 20 B per record here
+        await h.leader.shutdown()
+
+    asyncio.run(main())
