@@ -1,8 +1,10 @@
 """A classic group and its members, as the coordinator holds them (Kafka's ClassicGroup/ClassicGroupMember).
 
-Members are immutable: a change makes a new member (`dataclasses.replace`). A group is changed
+Members are immutable: a change makes a new member (`ClassicMember.but`). A group is changed
 only on a private copy (`ClassicGroup.copy()`) that an operation then hands to replay, so the state
-the runtime serves never sees a half-done operation (SPEC §4: only replay changes state).
+the runtime serves never sees a half-done operation (SPEC §4: only replay changes state). The
+copy shares its member containers' bases (coordinator/classic/layered.py): an operation on one
+member of a large group must not cost the group's size (issue 12).
 
 What is durable of a group is what Kafka's GroupMetadata record holds (generation, protocol,
 leader, members with their subscription and assignment); the rest (who is parked in JoinGroup or
@@ -13,13 +15,14 @@ gone after a failover: clients rejoin.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.classic.layered import LayeredDict, LayeredSet
 from coordinator.classic.messages import ListedGroup, OffsetCommitRequest, Protocols
 from coordinator.classic.records import OffsetCommitValue, classic_group_state, group_tombstone, offset_tombstone
 from coordinator.classic.state import ClassicGroupState
@@ -51,6 +54,16 @@ class ClassicMember:
     awaiting_join: RequestToken | None = None
     awaiting_sync: RequestToken | None = None
     is_new: bool = False
+
+    def but(self, **changes: Any) -> "ClassicMember":
+        """`dataclasses.replace` without its per-call introspection (a rebalance makes a few new
+        members per member)."""
+        if not changes.keys() <= _MEMBER_FIELDS:
+            raise TypeError(f"ClassicMember has no field {sorted(changes.keys() - _MEMBER_FIELDS)}")
+        clone = _new_member(ClassicMember)
+        for name in _MEMBER_SLOTS:
+            _set(clone, name, changes[name] if name in changes else getattr(self, name))
+        return clone
 
     @property
     def is_static(self) -> bool:
@@ -87,6 +100,12 @@ class ClassicMember:
         return self.is_awaiting_join or self.is_awaiting_sync
 
 
+_MEMBER_SLOTS = ClassicMember.__slots__
+_MEMBER_FIELDS = frozenset(_MEMBER_SLOTS)
+_new_member = object.__new__
+_set = object.__setattr__
+
+
 @dataclass(slots=True)
 class ClassicGroup:
     group_id: str
@@ -97,10 +116,10 @@ class ClassicGroup:
     protocol_type: str | None = None
     protocol_name: str | None = None
     leader_id: str | None = None
-    members: dict[str, ClassicMember] = field(default_factory=dict)
-    static_members: dict[str, str] = field(default_factory=dict)  # group instance id -> member id
-    pending_join_members: set[str] = field(default_factory=set)  # got MEMBER_ID_REQUIRED, not back yet
-    pending_sync_members: set[str] = field(default_factory=set)  # joined this generation, not synced yet
+    members: LayeredDict[str, ClassicMember] = field(default_factory=LayeredDict)
+    static_members: LayeredDict[str, str] = field(default_factory=LayeredDict)  # group instance id -> member id
+    pending_join_members: LayeredSet[str] = field(default_factory=LayeredSet)  # got MEMBER_ID_REQUIRED, not back yet
+    pending_sync_members: LayeredSet[str] = field(default_factory=LayeredSet)  # joined this generation, not synced yet
     new_member_added: bool = False  # extends the initial delayed join
     supported_protocols: Counter = field(default_factory=Counter)  # protocol -> members supporting it
     num_awaiting_join: int = 0
@@ -108,11 +127,13 @@ class ClassicGroup:
     group_type = "classic"
 
     def copy(self) -> "ClassicGroup":
-        clone = replace(self)
-        clone.members = dict(self.members)
-        clone.static_members = dict(self.static_members)
-        clone.pending_join_members = set(self.pending_join_members)
-        clone.pending_sync_members = set(self.pending_sync_members)
+        clone = _new_group(ClassicGroup)
+        for name in _GROUP_SLOTS:
+            setattr(clone, name, getattr(self, name))
+        clone.members = self.members.copy()
+        clone.static_members = self.static_members.copy()
+        clone.pending_join_members = self.pending_join_members.copy()
+        clone.pending_sync_members = self.pending_sync_members.copy()
         clone.supported_protocols = Counter(self.supported_protocols)
         return clone
 
@@ -179,18 +200,30 @@ class ClassicGroup:
     def put(self, member: ClassicMember) -> None:
         """Add or replace a member, keeping the counters Kafka keeps alongside."""
         old = self.members.get(member.member_id)
-        if old is not None:
-            self._uncount(old)
+        if old is None:
+            self._count(member.protocols, 1)
+        else:
+            self.num_awaiting_join -= old.is_awaiting_join
+            if old.protocols is not member.protocols and old.protocols != member.protocols:
+                self._count(old.protocols, -1)
+                self._count(member.protocols, 1)
         self.members[member.member_id] = member
-        self.supported_protocols.update(name for name, _ in member.protocols)
         self.num_awaiting_join += member.is_awaiting_join
-        if member.group_instance_id is not None:
+        if member.group_instance_id is not None and self.static_members.get(member.group_instance_id) != member.member_id:
             self.static_members[member.group_instance_id] = member.member_id
 
     def _uncount(self, member: ClassicMember) -> None:
-        self.supported_protocols.subtract(name for name, _ in member.protocols)
-        self.supported_protocols += Counter()  # drop zero counts
+        self._count(member.protocols, -1)
         self.num_awaiting_join -= member.is_awaiting_join
+
+    def _count(self, protocols: Protocols, step: int) -> None:
+        counts = self.supported_protocols
+        for name, _ in protocols:
+            count = counts[name] + step
+            if count > 0:
+                counts[name] = count
+            else:
+                counts.pop(name, None)  # no zero counts: a protocol nobody supports is no candidate
 
     def add(self, member: ClassicMember) -> None:
         if member.group_instance_id is not None and member.group_instance_id in self.static_members:
@@ -355,3 +388,7 @@ class ClassicGroup:
                 for m in self.members.values()
             ),
         )
+
+
+_GROUP_SLOTS = ClassicGroup.__slots__
+_new_group = object.__new__

@@ -172,8 +172,7 @@ def _update_member_then_rebalance_or_complete_join(
         # A second JoinGroup while the first is parked: the newer one is the one the client waits on.
         ctx.reply(member.awaiting_join, _error(ErrorCode.rebalance_in_progress, member.member_id))
     group.put(
-        replace(
-            member,
+        member.but(
             protocols=group.shared(req.protocols, "", "")[0],
             rebalance_timeout_ms=req.rebalance_timeout_ms,
             session_timeout_ms=req.session_timeout_ms,
@@ -207,8 +206,7 @@ def _replace_static_member_then_rebalance_or_complete_join(
     was_pending_sync = old_member_id in group.pending_sync_members
     group.remove(old_member_id)
     group.put(
-        replace(
-            old,
+        old.but(
             member_id=new_member_id,
             protocols=group.shared(req.protocols, "", "")[0],
             rebalance_timeout_ms=req.rebalance_timeout_ms,
@@ -227,7 +225,7 @@ def _replace_static_member_then_rebalance_or_complete_join(
     if group.is_in(S.STABLE):
         if group.protocol_name == group.select_protocol():
             ctx.write(group_metadata_record(group, group.assignment_of()))
-            group.put(replace(group.member(new_member_id), awaiting_join=None))
+            group.put(group.member(new_member_id).but(awaiting_join=None))
             if req.supports_skip_assignment:
                 # KIP-814: a static leader that rejoined gets the members but need not reassign.
                 leader = group.is_leader(new_member_id)

@@ -9,7 +9,6 @@ DelayedJoin, the DelayedHeartbeat (session timeout) and the pending-sync deadlin
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from kio.schema.errors import ErrorCode
 
@@ -44,7 +43,7 @@ def complete_join_future(ctx: OperationContext, group: ClassicGroup, member_id: 
     if member.awaiting_join is None:
         return False
     ctx.reply(member.awaiting_join, response)
-    group.put(replace(member, awaiting_join=None))
+    group.put(member.but(awaiting_join=None))
     return True
 
 
@@ -53,7 +52,7 @@ def complete_sync_future(ctx: OperationContext, group: ClassicGroup, member_id: 
     if member.awaiting_sync is None:
         return False
     ctx.reply(member.awaiting_sync, response)
-    group.put(replace(member, awaiting_sync=None))
+    group.put(member.but(awaiting_sync=None))
     return True
 
 
@@ -169,7 +168,7 @@ def complete_join(ctx: OperationContext, group: ClassicGroup) -> None:
         leader = group.is_leader(member_id)
         complete_join_future(ctx, group, member_id, join_response(group, member_id, with_members=leader))
         reschedule_heartbeat(ctx, group, member_id)
-        group.put(replace(group.member(member_id), is_new=False))
+        group.put(group.member(member_id).but(is_new=False))
         group.pending_sync_members.add(member_id)
     schedule_pending_sync(ctx, group)
 
@@ -206,7 +205,7 @@ def expire_pending_sync(ctx: OperationContext, group: ClassicGroup, generation_i
 
 def reset_and_propagate_assignment_with_error(ctx: OperationContext, group: ClassicGroup, error: ErrorCode) -> None:
     for member_id, member in list(group.members.items()):
-        group.put(replace(member, assignment=b""))
+        group.put(member.but(assignment=b""))
     propagate_assignment(ctx, group, error)
 
 

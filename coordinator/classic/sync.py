@@ -13,7 +13,6 @@ Wrong generation: ILLEGAL_GENERATION; protocol type or name mismatch: INCONSISTE
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from kio.schema.errors import ErrorCode
 
@@ -63,13 +62,13 @@ def sync_group(ctx: OperationContext, req: SyncGroupRequest, token: RequestToken
     # CompletingRebalance: wait for the leader's assignment.
     if member.awaiting_sync is not None:
         ctx.reply(member.awaiting_sync, SyncGroupResponse(ErrorCode.rebalance_in_progress))
-    group.put(replace(member, awaiting_sync=token))
+    group.put(member.but(awaiting_sync=token))
     remove_pending_sync_member(ctx, group, req.member_id)
     if group.is_leader(req.member_id):
         assignment = {m.member_id: b"" for m in group.members.values()}
         assignment.update((member_id, data) for member_id, data in req.assignments if member_id in assignment)
         for member_id, data in assignment.items():
-            group.put(replace(group.member(member_id), assignment=data))
+            group.put(group.member(member_id).but(assignment=data))
         group.transition_to(S.STABLE, ctx.now)
         ctx.write(group_metadata_record(group, assignment))
         # The runtime sends these answers only once the record above is durable.
