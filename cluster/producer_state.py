@@ -162,11 +162,12 @@ class ProducerStateManager:
         updated: dict[int, ProducerStateEntry] = {}
         offset = first_offset
         for header in headers:
-            batch = _metadata(header, offset)
-            offset = batch.last_offset + 1
             producer_id = header.producer_id
             if producer_id < 0:  # not idempotent: no producer state (Kafka's batch.hasProducerId)
+                offset += header.last_offset_delta + 1
                 continue
+            batch = _metadata(header, offset)
+            offset = batch.last_offset + 1
             current = staged.get(producer_id) or self.producers.get(producer_id)
             if current is not None:
                 # Duplicates are looked up in the state before this request (Kafka's lastEntry), and

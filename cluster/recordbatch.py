@@ -146,7 +146,12 @@ def iter_batches(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, Bat
 
 
 def split_produced(records: bytes) -> list[bytearray]:
-    """Validate the batches of one partition of a Produce request and return them, mutable.
+    """Validate the batches of one partition of a Produce request and return them, mutable."""
+    return [batch for batch, _ in check_produced(records)]
+
+
+def check_produced(records: bytes) -> list[tuple[bytearray, BatchHeader]]:
+    """Validate the batches of one partition of a Produce request: each, mutable, with its header.
 
     What Kafka's LogValidator rejects for a non-transactional producer: a truncated batch, a
     bad CRC, an old magic, an empty batch, a control batch, and an idempotent batch (one with a
@@ -156,22 +161,24 @@ def split_produced(records: bytes) -> list[bytearray]:
     if not records:
         raise BatchError(ErrorCode.corrupt_message, "empty record set")
     view = memoryview(records)
-    batches: list[bytearray] = []
+    batches: list[tuple[bytearray, BatchHeader]] = []
     pos = 0
     while pos < len(view):
         header = parse_header(view, pos)
-        if pos + header.size > len(view):
+        size = LOG_OVERHEAD + header.batch_length
+        if pos + size > len(view):
             raise BatchError(ErrorCode.corrupt_message, "record batch truncated")
-        if not crc_ok(view, pos, header):
+        if crc32c.crc32c(view[pos + CRC_START : pos + size]) != header.crc:
             raise BatchError(ErrorCode.corrupt_message, "record batch CRC-32C mismatch")
         if header.record_count <= 0 or header.last_offset_delta < 0:
             raise BatchError(ErrorCode.invalid_record, "record batch holds no records")
-        if not header.compression and header.record_count > (header.size - HEADER_SIZE) // MIN_RECORD_SIZE:
+        compression = header.attributes & COMPRESSION_MASK
+        if not compression and header.record_count > (size - HEADER_SIZE) // MIN_RECORD_SIZE:
             # Kafka reads every record and finds the batch ends early; here the count alone would
             # make that many offsets, each tracked on its own once a share partition splits the batch.
             raise BatchError(
                 ErrorCode.invalid_record,
-                f"record batch of {header.size} bytes cannot hold the {header.record_count} records it declares",
+                f"record batch of {size} bytes cannot hold the {header.record_count} records it declares",
             )
         if header.last_offset_delta + 1 != header.record_count:
             # Kafka's LogValidator.validateBatch: else one batch moves the log end by up to 2^31.
@@ -190,13 +197,13 @@ def split_produced(records: bytes) -> list[bytearray]:
                 ErrorCode.invalid_record,
                 f"invalid sequence number {header.base_sequence} in record batch with producer id {header.producer_id}",
             )
-        if header.compression:
+        if compression:
             # Kafka's LogValidator reads every record of a compressed batch: its count is a claim
             # until the records back it (the uncompressed count is bounded by the bytes above).
-            records_view = decompress(header.compression, view[pos + HEADER_SIZE : pos + header.size])
+            records_view = decompress(compression, view[pos + HEADER_SIZE : pos + size])
             _walk_records(records_view, 0, header.record_count, ErrorCode.invalid_record)
-        batches.append(bytearray(view[pos : pos + header.size]))
-        pos += header.size
+        batches.append((bytearray(view[pos : pos + size]), header))
+        pos += size
     return batches
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from cluster import recordbatch
@@ -88,30 +87,35 @@ class PartitionLog:
 
     # -- appending -------------------------------------------------------------------------
 
-    def append(self, batches: Sequence[bytearray], leader_epoch: int) -> list[int]:
-        """Assign offsets to `batches` (patched in place), write them durably, return their base offsets."""
+    def append(
+        self, batches: Sequence[bytearray], leader_epoch: int, headers: Sequence[BatchHeader] | None = None
+    ) -> list[int]:
+        """Assign offsets to `batches` (patched in place), write them durably, return their base offsets.
+
+        `headers` are the batches' parsed headers when the caller has them already (the produce
+        path validated every batch); without them each batch is parsed and checked here.
+        """
         self._check_writable()
         if not batches:
             return []
-        headers: list[BatchHeader] = []
-        for batch in batches:
-            header = recordbatch.parse_header(batch)
-            if header.size != len(batch) or header.last_offset_delta < 0:
-                raise ValueError("append() takes whole record batches, one per element")
-            headers.append(header)
-        total = sum(len(batch) for batch in batches)
-
-        active = self._segments[-1]
-        roll = active.count > 0 and active.size + total > self.config.segment_bytes
+        if headers is None:
+            headers = []
+            for batch in batches:
+                header = recordbatch.parse_header(batch)
+                if header.size != len(batch) or header.last_offset_delta < 0:
+                    raise ValueError("append() takes whole record batches, one per element")
+                headers.append(header)
+        elif len(headers) != len(batches):
+            raise ValueError("append() takes one header per batch")
         next_offset = self.end_offset
         base_offsets: list[int] = []
-        patched: list[BatchHeader] = []
         for batch, header in zip(batches, headers):
             recordbatch.assign_offset(batch, next_offset, leader_epoch)
             base_offsets.append(next_offset)
-            patched.append(replace(header, base_offset=next_offset))
             next_offset += header.last_offset_delta + 1
         payload = b"".join(batches)
+        active = self._segments[-1]
+        roll = active.count > 0 and active.size + len(payload) > self.config.segment_bytes
 
         if roll:
             segment = self._write_new_segment(self.end_offset, payload)
@@ -124,9 +128,10 @@ class PartitionLog:
             start = segment.size
 
         position = start
-        for header in patched:
-            segment.add(header, position)
-            position += header.size
+        for base_offset, header in zip(base_offsets, headers):
+            size = header.size
+            segment.index(base_offset, base_offset + header.last_offset_delta, position, size, header.max_timestamp)
+            position += size
         segment.publish(position)
         self._segments = segments
         self.end_offset = next_offset

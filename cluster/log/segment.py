@@ -33,13 +33,17 @@ class Segment:
 
     def add(self, header: BatchHeader, position: int) -> None:
         """Index one batch; visible to readers only once `count` covers it (publish())."""
-        self.base_offsets.append(header.base_offset)
-        self.last_offsets.append(header.last_offset)
+        self.index(header.base_offset, header.last_offset, position, header.size, header.max_timestamp)
+
+    def index(self, base_offset: int, last_offset: int, position: int, size: int, max_timestamp: int) -> None:
+        """add() from the fields themselves (the append path knows them without a patched header)."""
+        self.base_offsets.append(base_offset)
+        self.last_offsets.append(last_offset)
         self.positions.append(position)
-        self.sizes.append(header.size)
-        self.max_timestamps.append(header.max_timestamp)
-        if header.max_timestamp > self.largest[0] or self.largest[1] < 0:
-            self.largest = (header.max_timestamp, len(self.max_timestamps) - 1)
+        self.sizes.append(size)
+        self.max_timestamps.append(max_timestamp)
+        if max_timestamp > self.largest[0] or self.largest[1] < 0:
+            self.largest = (max_timestamp, len(self.max_timestamps) - 1)
 
     def publish(self, size: int) -> None:
         self.size = size
