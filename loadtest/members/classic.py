@@ -99,6 +99,7 @@ class ClassicConfig:
     fetch_max_bytes: int = 1 << 20
     group_instance_id: str | None = None
     fetch: bool = True  # False: membership only (heartbeat and commit benchmarks)
+    metadata_max_age_ms: int = 300_000  # Kafka's metadata.max.age.ms: how old a leader's metadata may be to assign
 
 
 class ClassicMember(Machine):
@@ -126,6 +127,7 @@ class ClassicMember(Machine):
         self._fetching: set[Broker] = set()
         self._members: dict[str, tuple[list[str], dict[str, list[int]]]] = {}
         self._skip_assignment = False
+        self._assigned_metadata_at: Millis | None = None  # when the metadata the leader assigns with was fetched
         self._commit_inflight = False
         self._after_commit: list[Any] = []
         self._heartbeat_inflight = False
@@ -225,7 +227,12 @@ class ClassicMember(Machine):
             if self.member_id == self.leader_id and not self._skip_assignment:
                 self._to(_S.ASSIGNING)
                 topics = sorted({t for ts, _ in self._members.values() for t in ts})
-                self.metadata.refresh(now, names=topics, then=self._assign)
+                if self._knows(now, topics):
+                    # As Kafka's consumer: the leader assigns from the metadata it holds (a round
+                    # trip less on the rebalance's critical path), fetching only what it lacks.
+                    self._assign(now)
+                else:
+                    self.metadata.refresh(now, names=topics, then=self._assign_fresh)
             else:
                 self._to(_S.SYNCING)
                 self._send_sync(now, [])
@@ -250,6 +257,15 @@ class ClassicMember(Machine):
             self._lose_all(now)
         self._to(_S.UNJOINED)
         self.after("rejoin", now + self.retry_backoff_ms, lambda t: self.coordinator.then(t, self._send_join))
+
+    def _knows(self, now: Millis, topics: list[str]) -> bool:
+        fetched = self._assigned_metadata_at
+        return (fetched is not None and now - fetched < self.config.metadata_max_age_ms
+                and all(t in self.metadata.partitions for t in topics))
+
+    def _assign_fresh(self, now: Millis) -> None:
+        self._assigned_metadata_at = now
+        self._assign(now)
 
     def _assign(self, now: Millis) -> None:
         if self.state is not _S.ASSIGNING:

@@ -213,3 +213,28 @@ def test_leave_commits_what_was_read_then_leaves_the_group():
     assert leave.body["members"][0]["member_id"] == "m-1"
     h.answer(leave, error_code=ErrorCode.none, members=[])
     assert h.m.stopped
+
+
+def _rejoin_as_leader(h: Harness, generation: int) -> None:
+    """A heartbeat learns of a rebalance; the member rejoins and is elected leader again."""
+    h.advance(3_000)
+    h.answer(h.take(ApiKey.HEARTBEAT), error_code=ErrorCode.rebalance_in_progress)
+    h.answer(h.take(ApiKey.OFFSET_COMMIT), topics=[])
+    join = h.take(ApiKey.JOIN_GROUP)
+    h.answer(join, error_code=ErrorCode.none, generation_id=generation, protocol_name="range", leader="m-1",
+             member_id="m-1", members=[{"member_id": "m-1", "metadata": join.body["protocols"][0]["metadata"]}])
+
+
+@pytest.mark.parametrize("age_ms, fetches", [(0, False), (300_000, True)])
+def test_a_leader_assigns_from_the_metadata_it_holds_unless_it_is_older_than_its_max_age(age_ms, fetches):
+    """As Kafka's consumer: no Metadata round trip on the rebalance's critical path while the
+    leader's metadata of every subscribed topic is younger than metadata.max.age.ms."""
+    h = member(fetch=False)
+    stable(h, [0, 1, 2, 3], committed={p: 0 for p in range(4)})
+    h.advance(age_ms)
+    _rejoin_as_leader(h, generation=2)
+    assert bool(h.pending(ApiKey.METADATA)) is fetches
+    if fetches:
+        metadata(h)
+    sync = h.take(ApiKey.SYNC_GROUP)
+    assert decode_assignment(sync.body["assignments"][0]["assignment"]) == {TOPIC: [0, 1, 2, 3]}
