@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from kio.schema.errors import ErrorCode
 
 from cluster.batching import BatchingQueue
-from cluster.log import LogWriteError, OffsetOutOfRange, PartitionLog
+from cluster.log import FlushPolicy, LogWriteError, OffsetOutOfRange, PartitionLog, group_commit
 from cluster.producer_state import Accepted, Duplicate, ProducerStateEntry, ProducerStateManager, Verdict
 from cluster.recordbatch import BatchError, BatchHeader, check_produced, parse_header, record_timestamps
 
@@ -80,6 +80,11 @@ class UserPartition:
         # Rebuilt from the log's batch headers by whoever opens the log (PartitionLeader.load).
         self.producer_state = producer_state if producer_state is not None else ProducerStateManager()
         self.executor = executor
+        # With flush=batch, the appends of every partition on this disk share one sync (one syncfs
+        # for all the partitions this leader writes at once) where the kernel makes that safe.
+        self._group = (
+            group_commit.for_directory(executor, log.directory) if log.config.flush is FlushPolicy.BATCH else None
+        )
         self.max_batch_bytes = max_batch_bytes
         self.data_appended = asyncio.Event()
         self._appends: BatchingQueue[_Append] = BatchingQueue(self._write)
@@ -124,9 +129,12 @@ class UserPartition:
         offsets: list[int] = []
         if batches:
             try:
-                offsets = await asyncio.get_running_loop().run_in_executor(
-                    self.executor, self.log.append, batches, self.epoch, headers
-                )
+                if self._group is not None:
+                    offsets = await self._group.append(self.log, batches, self.epoch, headers)
+                else:
+                    offsets = await asyncio.get_running_loop().run_in_executor(
+                        self.executor, self.log.append, batches, self.epoch, headers
+                    )
             except LogWriteError as exc:
                 # Nothing was written, so the staged producer state is dropped. Retries, duplicates
                 # and rejections of this append all get the retriable storage error: their answers

@@ -14,6 +14,7 @@ Split along Kafka's seams (storage's UnifiedLog / LogSegment / LogLoader / LogCl
 - compaction.py     the cleaner: keep the latest record per key
 - format.py         file names and the segment file header
 - files.py          the FileOps seam (tests fail the disk there), fds, chunked reads
+- group_commit.py   one syncfs for the appends of many logs on one file system
 - config.py, errors.py
 
 This package exports the names other modules use; the rest is imported from its module.

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from cluster import recordbatch
@@ -33,6 +34,26 @@ from cluster.log.segment import Segment
 from cluster.recordbatch import BatchHeader
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class StagedAppend:
+    """Batches written past the end of a segment (or into a new one) and not yet visible."""
+
+    segment: Segment
+    new_segment: bool
+    start: int  # where the first batch begins in the segment file
+    base_offsets: list[int]
+    headers: Sequence[BatchHeader]
+    end_offset: int  # the log's end offset once committed
+
+    @property
+    def fd(self) -> int:
+        return self.segment.file.fd
+
+    @property
+    def action(self) -> str:
+        return f"{'roll to' if self.new_segment else 'append to'} {self.segment.path.name}"
 
 
 class PartitionLog:
@@ -95,9 +116,31 @@ class PartitionLog:
         `headers` are the batches' parsed headers when the caller has them already (the produce
         path validated every batch); without them each batch is parsed and checked here.
         """
+        staged = self.stage(batches, leader_epoch, headers)
+        if staged is None:
+            return []
+        if self.config.flush is FlushPolicy.BATCH:
+            try:
+                self._files.fsync(staged.fd)
+                if staged.new_segment:
+                    self._files.fsync_directory()
+            except OSError as exc:
+                self.abandon(staged)
+                raise write_error(staged.action, exc) from exc
+        return self.commit(staged)
+
+    def stage(
+        self, batches: Sequence[bytearray], leader_epoch: int, headers: Sequence[BatchHeader] | None = None
+    ) -> StagedAppend | None:
+        """append() up to the sync: offsets patched and bytes written, nothing visible to readers.
+
+        The caller then makes the bytes durable (an fsync of `fd`, and of the directory for a new
+        segment, or one syncfs covering several logs: group_commit.py) and calls commit(), or
+        abandon() if that failed. Nothing else may change the log between the two.
+        """
         self._check_writable()
         if not batches:
-            return []
+            return None
         if headers is None:
             headers = []
             for batch in batches:
@@ -115,27 +158,43 @@ class PartitionLog:
             next_offset += header.last_offset_delta + 1
         payload = b"".join(batches)
         active = self._segments[-1]
-        roll = active.count > 0 and active.size + len(payload) > self.config.segment_bytes
-
-        if roll:
+        if active.count > 0 and active.size + len(payload) > self.config.segment_bytes:
             segment = self._write_new_segment(self.end_offset, payload)
-            segments = [*self._segments, segment]
-            start = FILE_HEADER_SIZE
-        else:
-            segment = active
-            self._write_to_active(segment, payload)
-            segments = self._segments
-            start = segment.size
+            return StagedAppend(segment, True, FILE_HEADER_SIZE, base_offsets, headers, next_offset)
+        self._write_to_active(active, payload)
+        return StagedAppend(active, False, active.size, base_offsets, headers, next_offset)
 
-        position = start
-        for base_offset, header in zip(base_offsets, headers):
+    def commit(self, staged: StagedAppend) -> list[int]:
+        """Index the staged batches and make them visible (after they are durable); their offsets."""
+        segment = staged.segment
+        position = staged.start
+        for base_offset, header in zip(staged.base_offsets, staged.headers):
             size = header.size
             segment.index(base_offset, base_offset + header.last_offset_delta, position, size, header.max_timestamp)
             position += size
         segment.publish(position)
-        self._segments = segments
-        self.end_offset = next_offset
-        return base_offsets
+        if staged.new_segment:
+            self._segments = [*self._segments, segment]
+        self.end_offset = staged.end_offset
+        return staged.base_offsets
+
+    def abandon(self, staged: StagedAppend) -> None:
+        """Undo a staged append whose sync failed: the log is as before stage()."""
+        segment = staged.segment
+        if staged.new_segment:
+            segment.file.close()
+            try:
+                segment.path.unlink()
+            except OSError:
+                pass  # an empty or partial last segment is cleaned by recovery
+            return
+        try:
+            self._files.truncate(segment.file.fd, segment.size)
+        except OSError as truncate_exc:
+            # The file may now hold bytes the index does not: refuse writes until a reopen lets
+            # recovery (which CRC-checks everything past the last clean close) cut them.
+            self._failed = write_error(f"truncating {segment.path.name} after a failed append", truncate_exc)
+            log.error("%s: %s; the log refuses appends until reopened", self.directory, self._failed)
 
     def _check_writable(self) -> None:
         if self._closed:
@@ -145,43 +204,26 @@ class PartitionLog:
             raise LogWriteError(message, self._failed.errno)
 
     def _write_to_active(self, segment: Segment, payload: bytes) -> None:
-        fd = segment.file.fd
         try:
-            self._files.write_all(fd, payload)
-            if self.config.flush is FlushPolicy.BATCH:
-                self._files.fsync(fd)
+            self._files.write_all(segment.file.fd, payload)
         except OSError as exc:
-            error = write_error(f"append to {segment.path.name}", exc)
-            try:
-                self._files.truncate(fd, segment.size)
-            except OSError as truncate_exc:
-                # The file may now hold bytes the index does not: refuse writes until a reopen lets
-                # recovery (which CRC-checks everything past the last clean close) cut them.
-                action = f"truncating {segment.path.name} after a failed append"
-                self._failed = write_error(action, truncate_exc)
-                log.error("%s: %s; the log refuses appends until reopened", self.directory, self._failed)
-            raise error from exc
+            self.abandon(StagedAppend(segment, False, segment.size, [], (), self.end_offset))
+            raise write_error(f"append to {segment.path.name}", exc) from exc
 
     def _write_new_segment(self, base_offset: int, payload: bytes) -> Segment:
-        """A new segment holding payload, fully written before anyone can see it; removed on failure."""
+        """A new segment holding payload, written (not yet synced) before anyone can see it; removed on failure."""
         path = self.directory / segment_name(base_offset)
         try:
             file = open_file(path, truncate=True)
         except OSError as exc:
             raise write_error(f"create {path.name}", exc) from exc
+        segment = Segment(base_offset, path, file, FILE_HEADER_SIZE)
         try:
             self._files.write_all(file.fd, file_header() + payload)
-            if self.config.flush is FlushPolicy.BATCH:
-                self._files.fsync(file.fd)
-                self._files.fsync_directory()
         except OSError as exc:
-            file.close()
-            try:
-                path.unlink()
-            except OSError:
-                pass  # an empty or partial last segment is cleaned by recovery
+            self.abandon(StagedAppend(segment, True, FILE_HEADER_SIZE, [], (), self.end_offset))
             raise write_error(f"roll to {path.name}", exc) from exc
-        return Segment(base_offset, path, file, FILE_HEADER_SIZE)
+        return segment
 
     # -- reading ---------------------------------------------------------------------------
 
