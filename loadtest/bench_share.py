@@ -65,11 +65,17 @@ def classic_consume_rate(bootstrap: str, topic: str, records: int) -> float:
     return got / elapsed if elapsed > 0 else 0.0
 
 
-def share_consume_rate(bootstrap: str, topic: str, records: int) -> float:
-    """Records/s acquired and acknowledged (implicit mode: each poll accepts the previous one)."""
+def share_consume_rate(bootstrap: str, topic: str, records: int, max_poll_records: int | None = None) -> float:
+    """Records/s acquired and acknowledged (implicit mode: each poll accepts the previous one).
+
+    `max_poll_records` (librdkafka's max.poll.records, the ShareFetch's MaxRecords; 500 when not
+    given) shows how far the rate is bound by round trips rather than by work per record."""
     from confluent_kafka import ShareConsumer
 
-    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "bench-share"})
+    config = {"bootstrap.servers": bootstrap, "group.id": "bench-share"}
+    if max_poll_records is not None:  # a group of its own: it reads the whole topic again
+        config.update({"group.id": f"bench-share-{max_poll_records}", "max.poll.records": max_poll_records})
+    consumer = ShareConsumer(config)
     consumer.subscribe([topic])
     got, first = 0, None
     deadline = time.perf_counter() + 300

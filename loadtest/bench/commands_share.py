@@ -37,6 +37,9 @@ SHARE_SETTINGS = {"group.initial.rebalance.delay.ms": 0, "group.share.heartbeat.
 def share_consume(
     records: int = typer.Option(300_000, help="records on the topic"),
     partitions: int = 6,
+    max_poll_records: str = typer.Option(
+        "", help="also run ShareConsumers with these max.poll.records (comma-separated), a diagnostic: the "
+        "rate with the client's default (500) is the figure"),
     json_out: Path | None = JSON,
 ) -> None:
     """Records/s a ShareConsumer acquires and acknowledges vs a classic consumer group, same topic, same run."""
@@ -51,12 +54,19 @@ def share_consume(
             classic = bench_share.classic_consume_rate(bootstrap, "bench-share", records)
         with console.status("a share consumer acquires and acknowledges them…"):
             share = bench_share.share_consume_rate(bootstrap, "bench-share", records)
+        more = {}
+        for n in (int(x) for x in max_poll_records.split(",") if x.strip()):
+            with console.status(f"a share consumer with max.poll.records={n}…"):
+                more[n] = bench_share.share_consume_rate(bootstrap, "bench-share", records, max_poll_records=n)
     console.print(ratio_table(
         f"consuming {records:,} records of 100 B over {partitions} partitions, one confluent consumer each",
-        [("records/s", "classic group", classic, "ShareConsumer (implicit acks)", share)],
+        [("records/s", "classic group", classic, "ShareConsumer (implicit acks)", share)]
+        + [("records/s", "classic group", classic, f"max.poll.records={n}", rate) for n, rate in more.items()],
     ))
     if json_out:
-        json_out.write_text(json.dumps({"classic_rps": classic, "share_rps": share}, indent=2))
+        figures = {"classic_rps": classic, "share_rps": share}
+        figures.update({f"share_rps_max_poll_records_{n}": rate for n, rate in more.items()})
+        json_out.write_text(json.dumps(figures, indent=2))
 
 
 @app.command("share-ack-latency")
