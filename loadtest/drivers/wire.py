@@ -19,6 +19,7 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
 
 from cluster.gateway.apis import build, request_class, response_class
+from loadtest.drivers.fast_requests import encode_fast
 from loadtest.members.machine import Send
 
 _SIZE = struct.Struct(">i")
@@ -37,6 +38,11 @@ class ClientWire:
         self._buffer = bytearray()
 
     def encode(self, send: Send) -> bytes:
+        fast = encode_fast(send.api, send.version, self._next_correlation + 1, self.client_id, send.body)
+        if fast is not None:
+            self._next_correlation += 1
+            self._waiting[self._next_correlation] = (send.request_id, response_class(send.api, send.version))
+            return fast
         cls = request_class(send.api, send.version)
         check_fields(cls, send.body)
         request = build(cls, send.body)
