@@ -27,7 +27,9 @@ from cluster.partition import ProduceOutcome
 async def produce(gw: Any, request: Request) -> Any:
     body = request.body
     acks = body.acks
-    await refresh_if_unknown(gw, [t.name for t in body.topic_data])
+    known = gw.leadership.topics
+    if any(t.name not in known for t in body.topic_data):
+        await refresh_if_unknown(gw, [t.name for t in body.topic_data])
     rejected = _request_error(acks, body.transactional_id)
 
     keys: list[tuple[str, int]] = []
