@@ -40,6 +40,8 @@ from cluster.routing import NoLeader
 
 log = logging.getLogger(__name__)
 
+_REMEMBERED_GROUPS = 100_000  # ids whose partition is kept (a few MB at most)
+
 
 def _not_coordinator(outcome: Any) -> bool:
     return isinstance(outcome, CoordinatorError) and outcome.error_code == ErrorCode.not_coordinator
@@ -50,9 +52,17 @@ class CoordinatorClient:
         self.router = router
         self.num_partitions = num_partitions
         self.persister = persister
+        self._partitions: dict[str, int] = {}
 
     def partition_for(self, group_id: str) -> int:
-        return group_partition(group_id, self.num_partitions)
+        # Java's string hash is a Python loop over the id's characters, on every request (a
+        # heartbeat's whole gateway work is a few times that): each id is hashed once.
+        partition = self._partitions.get(group_id)
+        if partition is None:
+            if len(self._partitions) >= _REMEMBERED_GROUPS:
+                self._partitions.clear()
+            partition = self._partitions[group_id] = group_partition(group_id, self.num_partitions)
+        return partition
 
     async def call(self, call: CoordinatorCall) -> Any:
         """The outcome of one operation, or Failed."""

@@ -167,3 +167,16 @@ def test_list_groups_merges_every_coordinator_and_any_error_answers_no_groups():
     dead = Handle(RayActorError())
     listing = asyncio.run(CoordinatorClient(FakeRouter(None, {**handles, "group-coordinator-2": dead}), 50).list_groups())
     assert listing.error_code == ErrorCode.coordinator_not_available and listing.groups == ()
+
+
+def test_a_group_ids_partition_is_hashed_once_and_stays_kafkas(monkeypatch):
+    from cluster.clients import coordinator as client_module
+    from coordinator.hashing import group_partition
+
+    calls = []
+    monkeypatch.setattr(client_module, "group_partition", lambda g, n: calls.append(g) or group_partition(g, n))
+    monkeypatch.setattr(client_module, "_REMEMBERED_GROUPS", 2)
+    client = client_module.CoordinatorClient(router=None, num_partitions=50)
+    ids = ["orders", "payments", "orders", "payments", "audit", "orders"]
+    assert [client.partition_for(g) for g in ids] == [group_partition(g, 50) for g in ids]
+    assert calls == ["orders", "payments", "audit", "orders"]  # a third id forgets the first two
