@@ -34,6 +34,9 @@ class DriverCore:
         self.sink = sink
         self.client_id = client_id
         self.connections: dict[tuple[int, str, Broker], Conn] = {}
+        # machine id -> its connections' keys: forgetting a member must not scan every connection
+        # (stopping n members scanned n x 2n keys).
+        self._keys: dict[int, set[tuple[int, str, Broker]]] = {}
         self.machines: dict[int, Machine] = {}
         self.crashes: list[tuple[str, str]] = []  # (member, traceback): bugs in member logic
 
@@ -56,6 +59,7 @@ class DriverCore:
                 conn = self.connections.get(key)
                 if conn is None:
                     conn = self.connections[key] = self.open(machine, action.lane, action.to)
+                    self._keys.setdefault(key[0], set()).add(key)
                 conn.send(action)
             elif isinstance(action, Close):
                 conn = self.connections.pop(key, None)
@@ -113,5 +117,7 @@ class DriverCore:
         """Close a stopped machine's connections."""
         self.arm(machine, None)
         self.machines.pop(id(machine), None)
-        for key in [k for k in self.connections if k[0] == id(machine)]:
-            self.connections.pop(key).close()
+        for key in self._keys.pop(id(machine), ()):
+            conn = self.connections.pop(key, None)
+            if conn is not None:
+                conn.close()
