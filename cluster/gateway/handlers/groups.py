@@ -8,6 +8,7 @@ translates Kafka requests to calls and outcomes to Kafka responses.
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -132,7 +133,14 @@ async def heartbeat(gw: Any, request: Request) -> Any:
             # Kafka: "The group is still loading, so blindly respond". A member must not drop out
             # over a failover it cannot see (aiokafka's heartbeat task dies on this code).
             error = ErrorCode.none
-    return build_response(ApiKey.HEARTBEAT, request.api_version, {"error_code": error})
+    return _heartbeat_response(request.api_version, error)
+
+
+@functools.cache
+def _heartbeat_response(version: int, error: ErrorCode) -> Any:
+    """A heartbeat's answer is a frozen entity, the same for every heartbeat with this outcome:
+    built once (building one from a dict by reflection was about 7 us a heartbeat)."""
+    return build_response(ApiKey.HEARTBEAT, version, {"error_code": error})
 
 
 async def leave_group(gw: Any, request: Request) -> Any:

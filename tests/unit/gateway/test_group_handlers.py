@@ -187,3 +187,13 @@ def test_offset_fetch_v8_asks_each_group():
     response = run(groups.offset_fetch, gw, request(ApiKey.OFFSET_FETCH, 8, {"groups": [
         {"group_id": "a", "topics": None}, {"group_id": "b", "topics": None}]}))
     assert [(g.group_id, g.topics[0].partitions[0].committed_offset) for g in response.groups] == [("a", 7), ("b", 7)]
+
+
+@pytest.mark.parametrize("version", range(5))
+def test_a_heartbeats_answer_is_the_entity_built_for_its_version_and_outcome(version):
+    from cluster.gateway.apis import build_response
+
+    for error in (ErrorCode.none, ErrorCode.rebalance_in_progress, ErrorCode.unknown_member_id):
+        gw = gateway(FakeCoordinators({Op.HEARTBEAT: HeartbeatResponse(error)}))
+        response = run(groups.heartbeat, gw, request(ApiKey.HEARTBEAT, version, {**HEARTBEAT, "group_id": "g"}))
+        assert response == build_response(ApiKey.HEARTBEAT, version, {"error_code": error})
