@@ -72,7 +72,9 @@ class GroupCommit:
     """The appends of every log on one file system, one sync per group (see the module docstring)."""
 
     def __init__(self, executor: Executor, sync=None) -> None:
-        self.executor = executor
+        # Weak: _groups is keyed weakly by the executor, and a strong reference from its value
+        # would keep every leader's executor (and group) alive for good.
+        self._executor = weakref.ref(executor)
         self._sync = sync or syncfs
         self._queue: BatchingQueue[_Pending] = BatchingQueue(self._commit)
 
@@ -86,7 +88,10 @@ class GroupCommit:
 
     async def _commit(self, group: list[_Pending]) -> None:
         try:
-            results = await asyncio.get_running_loop().run_in_executor(self.executor, self._write_and_sync, group)
+            executor = self._executor()
+            if executor is None:
+                raise LogError("the log's I/O executor is gone")
+            results = await asyncio.get_running_loop().run_in_executor(executor, self._write_and_sync, group)
         except BaseException as exc:  # a bug, or the loop going away: no caller may wait forever
             for pending in group:
                 if not pending.future.done():

@@ -115,3 +115,17 @@ def test_the_real_syncfs_makes_a_group_durable(tmp_path):
         assert _append_all(group, logs, 0) == [[0], [0]]
     for log in logs:
         log.close()
+
+
+def test_a_group_does_not_keep_its_executor_alive(tmp_path):
+    import gc
+    import weakref
+
+    executor = ThreadPoolExecutor(1)
+    group_commit.for_directory(executor, tmp_path)
+    gone = weakref.ref(executor)
+    executor.shutdown()
+    del executor
+    gc.collect()
+    assert gone() is None
+
