@@ -83,7 +83,9 @@ class UserPartition:
         # With flush=batch, the appends of every partition on this disk share one sync (one syncfs
         # for all the partitions this leader writes at once) where the kernel makes that safe.
         self._group = (
-            group_commit.for_directory(executor, log.directory) if log.config.flush is FlushPolicy.BATCH else None
+            group_commit.for_directory(executor, log.directory)
+            if log.config.flush is FlushPolicy.BATCH and log.config.sync_filesystem
+            else None
         )
         self.max_batch_bytes = max_batch_bytes
         self.data_appended = asyncio.Event()

@@ -43,6 +43,7 @@ def user_log_config(config: Config) -> LogConfig:
     return LogConfig(
         segment_bytes=config["raygroups.log.segment.bytes"],
         flush=FlushPolicy(config["raygroups.log.flush"]),
+        sync_filesystem=config["raygroups.log.sync"] == "filesystem",
     )
 
 

@@ -23,3 +23,7 @@ class LogConfig:
     flush: FlushPolicy = FlushPolicy.BATCH
     compacted: bool = False
     tombstone_retention_ms: int = 24 * 3600 * 1000
+    # raygroups.log.sync: with BATCH, one syncfs for the appends of many logs on a file system
+    # (group_commit.py) rather than one fsync per log; syncfs also writes back what other programs
+    # left dirty on that file system, which a disk shared with heavy writers may not want.
+    sync_filesystem: bool = True

@@ -129,3 +129,17 @@ def test_a_group_does_not_keep_its_executor_alive(tmp_path):
     gc.collect()
     assert gone() is None
 
+
+
+def test_raygroups_log_sync_file_keeps_one_fsync_per_log(tmp_path):
+    from cluster.actors.partition_leader import user_log_config
+    from cluster.config import Config
+    from cluster.partition import UserPartition
+
+    with ThreadPoolExecutor(1) as executor:
+        for sync, grouped in (("filesystem", group_commit._SYNCFS is not None), ("file", False)):
+            config = user_log_config(Config({"raygroups.log.sync": sync}))
+            log = PartitionLog.open(tmp_path / sync, config)
+            partition = UserPartition("t", 0, 1, log, executor, 1 << 20)
+            assert (partition._group is not None) is grouped, sync
+            log.close()
