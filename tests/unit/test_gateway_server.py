@@ -20,8 +20,13 @@ class RecordingTransport(asyncio.Transport):
         return ("127.0.0.1", 1) if name == "peername" else default
 
     def write(self, data: bytes) -> None:
-        (correlation_id,) = struct.unpack_from(">i", data, 4)
-        self.log.append(f"wrote {correlation_id}")
+        # One write may carry several answers (those ready in one pass): log each frame.
+        self.writes = getattr(self, "writes", 0) + 1
+        pos = 0
+        while pos < len(data):
+            size, correlation_id = struct.unpack_from(">ii", data, pos)
+            self.log.append(f"wrote {correlation_id}")
+            pos += 4 + size
 
     def close(self) -> None:
         self.log.append("closed")
@@ -101,4 +106,56 @@ def test_reading_pauses_while_too_many_answers_are_outstanding():
         await asyncio.sleep(0)
         return log
 
-    assert asyncio.run(scenario()) == ["pause", "wrote 0", "wrote 1", "resume", "wrote 2"]
+    # The three answers are ready in the same pass, so they share one write, then reading resumes
+    # (before the writes were coalesced, "resume" came between "wrote 1" and "wrote 2").
+    assert asyncio.run(scenario()) == ["pause", "wrote 0", "wrote 1", "wrote 2", "resume"]
+
+
+def test_answers_ready_in_one_pass_share_one_write_in_request_order():
+    async def scenario() -> tuple[list[str], int]:
+        log: list[str] = []
+        loop = asyncio.get_running_loop()
+        waiting = []
+
+        def dispatch(request):
+            if request.correlation_id == 0:
+                return msgpack.packb({"ok": True})  # answered at once, but written with the others
+            waiting.append(loop.create_future())
+            return waiting[-1]
+
+        transport = RecordingTransport(log)
+        protocol = KafkaProtocol(dispatch, 1 << 20, ServerStats())
+        protocol.connection_made(transport)
+        protocol.data_received(b"".join(admin_frame(i, "status") for i in range(5)))
+        assert log == ["wrote 0"]
+        for future in reversed(waiting):  # completion order must not change the answer order
+            future.set_result(msgpack.packb({"ok": True}))
+        await asyncio.sleep(0)
+        return log, transport.writes
+
+    log, writes = asyncio.run(scenario())
+    assert log == [f"wrote {i}" for i in range(5)] and writes == 2
+
+
+def test_a_close_after_a_reply_writes_the_answers_before_it_then_closes():
+    async def scenario() -> list[str]:
+        log: list[str] = []
+        loop = asyncio.get_running_loop()
+        waiting = []
+
+        def dispatch(request):
+            if request.correlation_id == 2:
+                request.close_after_reply = "authentication failed"
+                request.after_reply = lambda: log.append("after 2")
+            waiting.append(loop.create_future())
+            return waiting[-1]
+
+        protocol = KafkaProtocol(dispatch, 1 << 20, ServerStats())
+        protocol.connection_made(RecordingTransport(log))
+        protocol.data_received(b"".join(admin_frame(i, "status") for i in range(1, 5)))
+        for future in waiting:
+            future.set_result(msgpack.packb({"ok": True}))
+        await asyncio.sleep(0)
+        return log
+
+    assert asyncio.run(scenario()) == ["wrote 1", "wrote 2", "after 2", "closed"]
