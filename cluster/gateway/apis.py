@@ -14,7 +14,7 @@ import enum
 import functools
 import typing
 from dataclasses import MISSING, fields, is_dataclass
-from typing import Any
+from typing import Any, Callable
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
@@ -125,21 +125,22 @@ def build_response(api_key: int, api_version: int, data: dict[str, Any]) -> Any:
 
 
 # -- dict -> kio entity ----------------------------------------------------------------------
+# build() runs on hot paths (OffsetCommit, JoinGroup, Metadata answers), so each class's fields are
+# compiled once into (name, coerce, zero) steps: the type hints are inspected when a class is first
+# built, not per value.
+
+_NO_ZERO = object()  # the field has a default of its own: left out, the class fills it
 
 
 @functools.cache
-def _plan(cls: type) -> tuple[tuple[str, Any, str | None, Any], ...]:
-    """(name, type hint, kafka_type, default) per field of a kio entity class."""
+def _compiled(cls: type) -> tuple[tuple[str, Callable[[Any], Any], Any], ...]:
+    """(name, coerce, zero) per field of a kio entity class; zero is a factory, or _NO_ZERO."""
     hints = typing.get_type_hints(cls)
     plan = []
     for f in fields(cls):
-        if f.default is not MISSING:
-            default = f.default
-        elif f.default_factory is not MISSING:  # type: ignore[misc]
-            default = f.default_factory()  # type: ignore[misc]
-        else:
-            default = MISSING
-        plan.append((f.name, hints[f.name], f.metadata.get("kafka_type"), default))
+        hint, kafka_type = hints[f.name], f.metadata.get("kafka_type")
+        has_default = f.default is not MISSING or f.default_factory is not MISSING  # type: ignore[misc]
+        plan.append((f.name, _coercer(hint, kafka_type), _NO_ZERO if has_default else _zero_factory(hint, kafka_type)))
     return tuple(plan)
 
 
@@ -153,13 +154,11 @@ _ZERO = {
 
 def build(cls: type, data: dict[str, Any]) -> Any:
     kwargs = {}
-    for name, hint, kafka_type, default in _plan(cls):
+    for name, coerce, zero in _compiled(cls):
         if name in data:
-            kwargs[name] = _coerce(hint, kafka_type, data[name])
-        elif default is not MISSING:
-            continue
-        else:
-            kwargs[name] = _zero(hint, kafka_type)
+            kwargs[name] = coerce(data[name])
+        elif zero is not _NO_ZERO:
+            kwargs[name] = zero()
     return cls(**kwargs)
 
 
@@ -181,30 +180,38 @@ def _nullable(hint: Any) -> bool:
     return typing.get_origin(hint) is typing.Union or type(hint).__name__ == "UnionType"
 
 
-def _coerce(hint: Any, kafka_type: str | None, value: Any) -> Any:
-    if value is None:
-        # A field this version cannot null (e.g. JoinGroup v0-v6 protocol_name) gets its zero value.
-        return None if _nullable(hint) else _zero(hint, kafka_type)
+def _coercer(hint: Any, kafka_type: str | None) -> Callable[[Any], Any]:
+    """The function that turns a handler's value into what the field holds."""
+    convert = _converter(hint, kafka_type)
+    # A field this version cannot null (e.g. JoinGroup v0-v6 protocol_name) gets its zero value.
+    null = (lambda: None) if _nullable(hint) else _zero_factory(hint, kafka_type)
+
+    def coerce(value: Any) -> Any:
+        return null() if value is None else convert(value)
+
+    return coerce
+
+
+def _converter(hint: Any, kafka_type: str | None) -> Callable[[Any], Any]:
     entity, is_array = _entity_of(hint)
     if entity is not None:
         if is_array:
-            return tuple(v if isinstance(v, entity) else build(entity, v) for v in value)
-        return value if isinstance(value, entity) else build(entity, value)
+            return lambda value: tuple(v if isinstance(v, entity) else build(entity, v) for v in value)
+        return lambda value: value if isinstance(value, entity) else build(entity, value)
     if is_array:
-        return tuple(value)
-    if kafka_type == "error_code" and not isinstance(value, ErrorCode):
-        return ErrorCode(int(value))
-    if kafka_type in ("timedelta_i32", "timedelta_i64") and not isinstance(value, datetime.timedelta):
-        return datetime.timedelta(milliseconds=value)
-    return value
+        return tuple
+    if kafka_type == "error_code":
+        return lambda value: value if isinstance(value, ErrorCode) else ErrorCode(int(value))
+    if kafka_type in ("timedelta_i32", "timedelta_i64"):
+        return lambda value: value if isinstance(value, datetime.timedelta) else datetime.timedelta(milliseconds=value)
+    return lambda value: value
 
 
-def _zero(hint: Any, kafka_type: str | None) -> Any:
+def _zero_factory(hint: Any, kafka_type: str | None) -> Callable[[], Any]:
     entity, is_array = _entity_of(hint)
     if is_array:
-        return ()
+        return tuple
     if entity is not None:
-        return build(entity, {})
-    if kafka_type in _ZERO:
-        return _ZERO[kafka_type]
-    return None
+        return lambda: build(entity, {})
+    zero = _ZERO.get(kafka_type)  # type: ignore[arg-type]
+    return lambda: zero
