@@ -28,6 +28,7 @@ Kafka's treatment of bad input (SocketServer / RequestContext, PROTOCOL.md §1):
 from __future__ import annotations
 
 import collections
+import functools
 import io
 import struct
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ from kio.serial import entity_reader, entity_writer
 from cluster.gateway.apis import ADMIN_API_KEY, ApiKey, build, is_supported, request_class, response_class
 from cluster.gateway.auth.session import Session
 from cluster.gateway.connection_limits import RequestMemory
-from cluster.gateway.frame_check import MalformedFrame, check_request
+from cluster.gateway.frame_check import MalformedFrame, check_body, read_request_header
 
 _SIZE = struct.Struct(">i")
 _HEADER_PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id: fixed in every header version
@@ -151,12 +152,18 @@ class KafkaConnection:
         """Requests complete in the bytes received so far, in order; a Close ends the stream."""
         if self.closed is not None:
             return []
-        self._buffer += data
+        # Frames are cut from the bytes as received and the rest is kept once, rather than deleting
+        # each frame from the front of a buffer (a move of all that follows it).
+        if self._buffer:
+            self._buffer += data
+        buffer: bytes | bytearray = self._buffer or data
         events: list[Event] = []
         self.waiting_for_memory = False
         self.input_waiting = False
-        while len(self._buffer) >= 4 and self._held_for is None:
-            (size,) = _SIZE.unpack_from(self._buffer, 0)
+        pos = 0
+        end = len(buffer)
+        while end - pos >= 4 and self._held_for is None:
+            (size,) = _SIZE.unpack_from(buffer, pos)
             if size < 0 or size > self.max_request_bytes:
                 return events + [self._close(
                     f"request size {size} is outside 0..socket.request.max.bytes ({self.max_request_bytes})"
@@ -166,10 +173,10 @@ class KafkaConnection:
                     self.waiting_for_memory = True  # read no further until memory comes back
                     break
                 self._head_reserved = 4 + size
-            if len(self._buffer) < 4 + size:
+            if end - pos < 4 + size:
                 break
-            frame = bytes(self._buffer[4 : 4 + size])
-            del self._buffer[: 4 + size]
+            frame = bytes(buffer[pos + 4 : pos + 4 + size])
+            pos += 4 + size
             try:
                 request = self._raw_token(frame) if self._raw_sasl else self._parse(frame)
             except ProtocolViolation as exc:
@@ -182,6 +189,10 @@ class KafkaConnection:
             self._outstanding.append(slot)
             self._slots[id(request)] = slot
             events.append(request)
+        if buffer is self._buffer:
+            del self._buffer[:pos]
+        else:
+            self._buffer = bytearray(buffer[pos:])
         return events
 
     def respond(self, request: Request, response: Any) -> None:
@@ -287,20 +298,20 @@ class KafkaConnection:
             raise ProtocolViolation(
                 f"request api key {api_key} version {api_version} is not supported by this gateway"
             )
-        cls = request_class(api_key, api_version)
+        cls, flexible_header, read_body = _parsing(api_key, api_version)
         try:
-            check_request(frame, 0, cls)
+            client_id, offset = read_request_header(frame, flexible_header)
+            check_body(frame, offset, cls)
         except MalformedFrame as exc:
             raise ProtocolViolation(f"malformed {ApiKey(api_key).name} v{api_version} request: {exc}") from None
         try:
-            header, offset = entity_reader(cls.__header_schema__)(frame, 0)
-            body, _used = entity_reader(cls)(frame, offset)
+            body, _used = read_body(frame, offset)
         except Exception as exc:  # kio raises several types for malformed input
             raise ProtocolViolation(
                 f"malformed {ApiKey(api_key).name} v{api_version} request: {type(exc).__name__}: {exc}"
             ) from None
         # Like Kafka's parser, bytes after the body are ignored (librdkafka sends some on Metadata v12).
-        return Request(api_key, api_version, correlation_id, header.client_id, body, len(frame))
+        return Request(api_key, api_version, correlation_id, client_id, body, len(frame))
 
     def _raw_token(self, frame: bytes) -> Request:
         body = request_class(ApiKey.SASL_AUTHENTICATE, 0)(auth_bytes=frame)
@@ -326,19 +337,41 @@ class KafkaConnection:
         return Request(ADMIN_API_KEY, api_version, correlation_id, client_id, frame[start:], len(frame))
 
 
+@functools.cache
+def _parsing(api_key: int, api_version: int) -> tuple[type, bool, Callable[[bytes, int], tuple[Any, int]]]:
+    """(request class, whether its header is v2 (flexible), kio's reader of its body)."""
+    cls = request_class(api_key, api_version)
+    return cls, cls.__header_schema__.__flexible__, entity_reader(cls)
+
+
 def encode_response(request: Request, response: Any) -> bytes:
     """Frame a kio response entity for request (header version per the response schema)."""
-    cls = type(response)
-    header_cls = cls.__header_schema__
+    body = _encoded_body(response)
+    # Response header v0 is the correlation id; v1 adds an empty tagged-field section.
+    if type(response).__header_schema__.__flexible__:
+        return _FLEXIBLE_PREFIX.pack(len(body) + 5, request.correlation_id, 0) + body
+    return _PREFIX.pack(len(body) + 4, request.correlation_id) + body
+
+
+_PREFIX, _FLEXIBLE_PREFIX = struct.Struct(">ii"), struct.Struct(">iiB")
+# Some answers are one shared entity per (version, outcome) (a heartbeat's): encode it once. Small
+# bodies only; the entity is held so that its id cannot be reused while its bytes are kept.
+_BODIES: dict[int, tuple[Any, bytes]] = {}
+_BODIES_MAX, _SMALL_BODY = 256, 128
+
+
+def _encoded_body(response: Any) -> bytes:
+    kept = _BODIES.get(id(response))
+    if kept is not None and kept[0] is response:
+        return kept[1]
     buf = io.BytesIO()
-    buf.write(b"\0\0\0\0")
-    entity_writer(header_cls)(buf, header_cls(correlation_id=request.correlation_id))
-    entity_writer(cls)(buf, response)
-    data = buf.getbuffer()
-    _SIZE.pack_into(data, 0, len(data) - 4)
-    out = bytes(data)
-    del data
-    return out
+    entity_writer(type(response))(buf, response)
+    body = buf.getvalue()
+    if len(body) <= _SMALL_BODY:
+        if len(_BODIES) >= _BODIES_MAX:
+            _BODIES.clear()
+        _BODIES[id(response)] = (response, body)
+    return body
 
 
 def encode_admin_response(request: Request, payload: bytes) -> bytes:

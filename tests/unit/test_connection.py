@@ -194,3 +194,53 @@ def test_admin_answers_are_framed_as_admin_responses():
     conn.respond(request, b"\x81\xa2ok\xc3")
     (reply,) = conn.next_events()
     assert reply.data == struct.pack(">ii", 4 + 5, 42) + b"\x81\xa2ok\xc3"
+
+
+def _kio_framed(correlation_id: int, response: object) -> bytes:
+    header_cls = type(response).__header_schema__
+    buf = io.BytesIO()
+    entity_writer(header_cls)(buf, header_cls(correlation_id=correlation_id))
+    entity_writer(type(response))(buf, response)
+    return struct.pack(">i", len(buf.getvalue())) + buf.getvalue()
+
+
+def test_answers_are_framed_as_kio_frames_them_at_every_version():
+    # encode_response writes the response header by hand (v0, or v1 with its empty tag section).
+    request = Request(ApiKey.HEARTBEAT, 4, 123456, None, None, 0)
+    for api_key, (low, high) in SUPPORTED.items():
+        for version in range(low, high + 1):
+            response = build_response(api_key, version, {})
+            assert encode_response(request, response) == _kio_framed(123456, response), (api_key, version)
+
+
+def test_a_shared_answer_is_encoded_once_and_framed_per_request():
+    shared = build_response(ApiKey.HEARTBEAT, 4, {"error_code": ErrorCode.rebalance_in_progress})
+    for correlation_id in (1, 2, 1):
+        request = Request(ApiKey.HEARTBEAT, 4, correlation_id, None, None, 0)
+        assert encode_response(request, shared) == _kio_framed(correlation_id, shared)
+
+
+def _with_header_bytes(data: bytes, at: int, replacement: bytes) -> bytes:
+    body = data[4:at] + replacement + data[at + 1 :]
+    return struct.pack(">i", len(body)) + body
+
+
+def test_a_request_header_with_a_tag_or_a_bad_client_id_closes():
+    good = frame(ApiKey.METADATA, 12, METADATA)
+    tags_at = 4 + 10 + 1  # size, key/version/correlation id/client id length, "t"
+    assert good[tags_at] == 0
+    tagged = _with_header_bytes(good, tags_at, b"\x01\x02\x00")  # one tag (2) of no bytes
+    not_utf8 = _with_header_bytes(good, tags_at - 1, b"\xff")
+    for data in (tagged, not_utf8, struct.pack(">i", 9) + good[4:13]):
+        events = KafkaConnection().receive(data)
+        assert len(events) == 1 and isinstance(events[0], Close), data
+
+
+def test_frames_and_a_partial_frame_in_one_read_parse_in_order():
+    conn = KafkaConnection()
+    data = b"".join(frame(ApiKey.METADATA, 12, METADATA, correlation_id=i) for i in range(4))
+    cut = len(data) - 5
+    first = conn.receive(data[:cut])
+    rest = conn.receive(data[cut:])
+    assert [e.correlation_id for e in first] == [0, 1, 2] and [e.correlation_id for e in rest] == [3]
+    assert all(e.client_id == "t" and e.body == METADATA for e in first + rest)
