@@ -262,6 +262,7 @@ class GroupCoordinatorShard:
             if record.value is None:
                 self.groups.pop(key.group_id, None)
             else:
+                record.value.compact()
                 self.groups[key.group_id] = record.value
         elif isinstance(key, SHARE_GROUP_KEYS):
             share_group.replay(self.groups, record)

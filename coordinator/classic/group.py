@@ -137,6 +137,13 @@ class ClassicGroup:
         clone.supported_protocols = Counter(self.supported_protocols)
         return clone
 
+    def compact(self) -> None:
+        """Called when replay installs this version: see LayeredDict.compact."""
+        self.members.compact()
+        self.static_members.compact()
+        self.pending_join_members.compact()
+        self.pending_sync_members.compact()
+
     # -- state -----------------------------------------------------------------------------------
 
     def transition_to(self, target: ClassicGroupState, now: int) -> None:

@@ -21,6 +21,9 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 _GONE: Any = object()  # a base key removed in the layer
+# The layer of a container with no changes, shared (most groups are idle): never written to; a
+# container takes a dict of its own at its first change (_own_layer).
+_NO_CHANGES: dict = {}
 _MISSING: Any = object()
 
 
@@ -33,20 +36,28 @@ class LayeredDict(Mapping[K, V], Generic[K, V]):
 
     def __init__(self, items: Mapping[K, V] | Iterable[tuple[K, V]] = ()) -> None:
         self._base: dict[K, V] = dict(items)
-        self._layer: dict[K, V] = {}
+        self._layer: dict[K, V] = _NO_CHANGES
         self._len = len(self._base)
 
     def copy(self) -> "LayeredDict[K, V]":
         clone = LayeredDict.__new__(LayeredDict)
         if _folds(len(self._layer), len(self._base)):
-            clone._base, clone._layer = self._folded(), {}
+            clone._base, clone._layer = self._folded(), _NO_CHANGES
         else:
-            clone._base, clone._layer = self._base, dict(self._layer)
+            clone._base, clone._layer = self._base, dict(self._layer) if self._layer else _NO_CHANGES
         clone._len = self._len
         return clone
 
     def __copy__(self) -> "LayeredDict[K, V]":
         return self.copy()
+
+    def compact(self) -> None:
+        """Fold a layer that has grown to half the base: a replaced value in the layer keeps the
+        old one alive in the base, so a group left as its last operation installed it (an idle
+        group after SyncGroup replaced every member) would hold each member twice. O(n) once per
+        n/2 changes, so O(1) amortized."""
+        if self._layer and 2 * len(self._layer) >= len(self._base):
+            self._base, self._layer = self._folded(), _NO_CHANGES
 
     def __deepcopy__(self, memo: dict) -> "LayeredDict[K, V]":
         import copy
@@ -124,7 +135,7 @@ class LayeredDict(Mapping[K, V], Generic[K, V]):
     # -- changing (only the layer: the base may be shared) -------------------------------------
 
     def __setitem__(self, key: K, value: V) -> None:
-        layer = self._layer
+        layer = self._own_layer()
         current = layer.get(key, _MISSING)
         if current is _MISSING:
             if key not in self._base:
@@ -145,9 +156,9 @@ class LayeredDict(Mapping[K, V], Generic[K, V]):
         if current is _MISSING:
             current = self._base[key]
         if key in self._base:
-            self._layer[key] = _GONE
+            self._own_layer()[key] = _GONE
         else:
-            del self._layer[key]
+            del self._layer[key]  # in the layer only: the layer is the container's own
         self._len -= 1
         return current
 
@@ -155,7 +166,12 @@ class LayeredDict(Mapping[K, V], Generic[K, V]):
         self.pop(key)
 
     def clear(self) -> None:
-        self._base, self._layer, self._len = {}, {}, 0
+        self._base, self._layer, self._len = {}, _NO_CHANGES, 0
+
+    def _own_layer(self) -> dict[K, V]:
+        if self._layer is _NO_CHANGES:
+            self._layer = {}
+        return self._layer
 
 
 class LayeredSet(Set[K], Generic[K]):
@@ -173,6 +189,9 @@ class LayeredSet(Set[K], Generic[K]):
 
     def __copy__(self) -> "LayeredSet[K]":
         return self.copy()
+
+    def compact(self) -> None:
+        self._map.compact()
 
     def __deepcopy__(self, memo: dict) -> "LayeredSet[K]":
         return LayeredSet(list(self))

@@ -110,3 +110,23 @@ def test_a_layered_set_is_a_set(ops):
         assert sorted(layered) == sorted(plain)
     for frozen, expected in older:
         assert frozen == expected
+
+
+def test_the_shared_empty_layer_is_never_written_and_compact_keeps_contents():
+    from coordinator.classic import layered
+
+    d = layered.LayeredDict({f"m{i}": i for i in range(10)})
+    copy = d.copy()
+    for i in range(6):
+        copy[f"m{i}"] = -i
+    copy.pop("m9")
+    copy["n"] = 1
+    expected = dict(copy.items())
+    copy.compact()  # 7 changes >= half of 10: folded
+    assert dict(copy.items()) == expected and list(copy) == list(expected) and copy._layer == {}
+    assert dict(d.items()) == {f"m{i}": i for i in range(10)}  # the original untouched
+    s = layered.LayeredSet(["a"]).copy()
+    s.add("b")
+    s.discard("a")
+    assert set(s) == {"b"}
+    assert layered._NO_CHANGES == {}

@@ -35,3 +35,22 @@ def test_a_rejoin_with_an_equal_subscription_shares_it_too() -> None:
     assert first.answer.error_code.name == "none"
     members = ctx.group().members
     assert members[follower].protocols is members[leader].protocols
+
+
+def test_a_stable_group_holds_each_member_at_most_one_and_a_half_times():
+    # The copy-on-write members map keeps replaced members in its base until it folds: replay
+    # folds a version whose changes reach half its base when it installs it.
+    ctx = Context()
+    joins = [ctx.join_new() for _ in range(10)]
+    ctx.advance(1)
+    generation = joins[0].answer.generation_id
+    leader = joins[0].answer.leader
+    ids = [j.answer.member_id for j in joins]
+    ctx.sync(leader, generation, assignments=[(m, b"a") for m in ids])
+    for m in ids:
+        if m != leader:
+            ctx.sync(m, generation)
+    assert ctx.group().state.value == "Stable"
+    members = ctx.group().members
+    held = len(members._base) + len(members._layer)
+    assert held <= 1.5 * len(ids), (len(members._base), len(members._layer))
