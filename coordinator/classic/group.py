@@ -139,10 +139,8 @@ class ClassicGroup:
 
     def compact(self) -> None:
         """Called when replay installs this version: see LayeredDict.compact."""
-        self.members.compact()
-        self.static_members.compact()
-        self.pending_join_members.compact()
-        self.pending_sync_members.compact()
+        for container in (self.members, self.static_members, self.pending_join_members, self.pending_sync_members):
+            container.compact()
 
     # -- state -----------------------------------------------------------------------------------
 
