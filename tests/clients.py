@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -123,3 +124,75 @@ def records(n: int, partitions: int, tag: str) -> list[tuple[int, bytes, bytes, 
         (i % partitions, f"{tag}-key-{i}".encode(), f"{tag}-value-{i}".encode() * (1 + i % 7), [("n", str(i).encode()), ("tag", tag.encode())])
         for i in range(n)
     ]
+
+
+# -- one small produce/consume round trip per client, for listener tests (TLS, SASL) -------------
+
+
+def confluent_round_trip(conf: dict, topic: str, count: int = 10) -> list[bytes]:
+    """Create `topic`, produce v0..v{count-1} with confluent-kafka, read them back in a new group."""
+    admin = AdminClient(conf)  # kept referenced: a collected client cancels its futures
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    producer = Producer(conf)
+    for i in range(count):
+        producer.produce(topic, value=f"v{i}".encode())
+    assert producer.flush(30) == 0
+    consumer = Consumer({**conf, "group.id": f"g-{uuid.uuid4()}", "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    try:
+        for _ in range(120):
+            message = consumer.poll(1)
+            if message is not None and message.error() is None:
+                got.append(message.value())
+            if len(got) == count:
+                break
+    finally:
+        consumer.close()
+    return got
+
+
+def kafka_python_round_trip(settings: dict, topic: str, group: str, count: int = 5) -> list[bytes]:
+    """Produce k0..k{count-1} with kafka-python and read them back in `group`."""
+    from kafka import KafkaConsumer, KafkaProducer
+
+    producer = KafkaProducer(**settings)
+    for i in range(count):
+        producer.send(topic, f"k{i}".encode())
+    producer.flush(30)
+    producer.close()
+    consumer = KafkaConsumer(topic, group_id=group, auto_offset_reset="earliest", consumer_timeout_ms=30_000, **settings)
+    got: list[bytes] = []
+    for message in consumer:
+        got.append(message.value)
+        if len(got) == count:
+            break
+    consumer.close()
+    return got
+
+
+def aiokafka_round_trip(settings: dict, topic: str, count: int = 5) -> list[bytes]:
+    """Produce a0..a{count-1} with aiokafka and read them back in a new group (90 s at most)."""
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    async def scenario() -> list[bytes]:
+        producer = AIOKafkaProducer(**settings)
+        await producer.start()
+        try:
+            for i in range(count):
+                await producer.send_and_wait(topic, f"a{i}".encode())
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(topic, group_id=f"g-{uuid.uuid4()}", auto_offset_reset="earliest", **settings)
+        await consumer.start()
+        got: list[bytes] = []
+        try:
+            async for message in consumer:
+                got.append(message.value)
+                if len(got) == count:
+                    break
+        finally:
+            await consumer.stop()
+        return got
+
+    return asyncio.run(asyncio.wait_for(scenario(), 90))

@@ -12,13 +12,13 @@ import socket
 import struct
 import subprocess
 import time
-import uuid
 
 import pytest
 import trustme
-from confluent_kafka import Consumer, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
 
+from tests.clients import aiokafka_round_trip, confluent_round_trip, kafka_python_round_trip
 from tests.cluster_process import RAYGROUPS, ClusterProcess
 
 pytestmark = pytest.mark.slow
@@ -49,48 +49,16 @@ def conf(cluster, mechanism: str, user: str = "alice", password: str = "alice-pw
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_confluent_produces_and_consumes(secure, mechanism):
-    topic = f"t-{mechanism.lower()}"
-    admin = AdminClient(conf(secure, mechanism))
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    producer = Producer(conf(secure, mechanism))
-    for i in range(10):
-        producer.produce(topic, value=f"v{i}".encode())
-    assert producer.flush(30) == 0
-    consumer = Consumer({**conf(secure, mechanism), "group.id": str(uuid.uuid4()), "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    got = []
-    try:
-        for _ in range(120):
-            message = consumer.poll(1)
-            if message is not None and message.error() is None:
-                got.append(message.value())
-            if len(got) == 10:
-                break
-    finally:
-        consumer.close()
+    got = confluent_round_trip(conf(secure, mechanism), f"t-{mechanism.lower()}")
     assert got == [f"v{i}".encode() for i in range(10)]
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_kafka_python_produces_and_consumes(secure, mechanism):
-    from kafka import KafkaConsumer, KafkaProducer
-
     settings = dict(bootstrap_servers=secure.bootstrap, security_protocol="SASL_SSL", sasl_mechanism=mechanism,
                     sasl_plain_username="alice", sasl_plain_password="alice-pw", ssl_cafile=secure.ca_file)
     topic = f"kp-{mechanism.lower()}"
-    producer = KafkaProducer(**settings)
-    for i in range(5):
-        producer.send(topic, f"k{i}".encode())
-    producer.flush(30)
-    producer.close()
-    consumer = KafkaConsumer(topic, group_id=f"{topic}-group", auto_offset_reset="earliest", consumer_timeout_ms=30_000, **settings)
-    got = []
-    for message in consumer:
-        got.append(message.value)
-        if len(got) == 5:
-            break
-    consumer.close()
-    assert got == [f"k{i}".encode() for i in range(5)]
+    assert kafka_python_round_trip(settings, topic, f"{topic}-group") == [f"k{i}".encode() for i in range(5)]
 
 
 def test_a_wrong_password_is_refused(secure):
@@ -138,37 +106,12 @@ def test_a_super_user_manages_scram_users_with_the_admin_client(secure):
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_aiokafka_produces_and_consumes(secure, mechanism):
-    import asyncio
-
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
     from aiokafka.helpers import create_ssl_context
 
-    topic = f"aio-{mechanism.lower()}"
     settings = dict(bootstrap_servers=secure.bootstrap, security_protocol="SASL_SSL", sasl_mechanism=mechanism,
                     sasl_plain_username="alice", sasl_plain_password="alice-pw",
                     ssl_context=create_ssl_context(cafile=secure.ca_file))
-
-    async def scenario() -> list[bytes]:
-        producer = AIOKafkaProducer(**settings)
-        await producer.start()
-        try:
-            for i in range(5):
-                await producer.send_and_wait(topic, f"a{i}".encode())
-        finally:
-            await producer.stop()
-        consumer = AIOKafkaConsumer(topic, group_id=f"g-{uuid.uuid4()}", auto_offset_reset="earliest", **settings)
-        await consumer.start()
-        got = []
-        try:
-            async for message in consumer:
-                got.append(message.value)
-                if len(got) == 5:
-                    break
-        finally:
-            await consumer.stop()
-        return got
-
-    assert asyncio.run(asyncio.wait_for(scenario(), 90)) == [f"a{i}".encode() for i in range(5)]
+    assert aiokafka_round_trip(settings, f"aio-{mechanism.lower()}") == [f"a{i}".encode() for i in range(5)]
 
 
 def test_a_super_users_kill_over_sasl_works_another_users_is_refused(secure):
