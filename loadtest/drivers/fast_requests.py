@@ -19,7 +19,8 @@ _HEADER = struct.Struct(">ihhih")  # size, api key, api version, correlation id,
 _INT32 = struct.Struct(">i")
 
 
-def _uvarint(n: int) -> bytes:
+def uvarint(n: int) -> bytes:
+    """Kafka's unsigned varint (the lengths of compact strings and arrays)."""
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
@@ -30,7 +31,7 @@ def _uvarint(n: int) -> bytes:
 
 def _compact_string(value: str) -> bytes:
     data = value.encode()
-    return _uvarint(len(data) + 1) + data
+    return uvarint(len(data) + 1) + data
 
 
 def _compact_nullable_string(value: str | None) -> bytes:
@@ -38,7 +39,7 @@ def _compact_nullable_string(value: str | None) -> bytes:
 
 
 def _compact_bytes(value: bytes) -> bytes:
-    return _uvarint(len(value) + 1) + bytes(value)
+    return uvarint(len(value) + 1) + bytes(value)
 
 
 _HEARTBEAT_KEYS = frozenset({"group_id", "generation_id", "member_id", "group_instance_id"})
@@ -62,7 +63,7 @@ def _sync_group_v5(body: dict[str, Any]) -> bytes | None:
     parts = [
         _compact_string(body["group_id"]), _INT32.pack(body["generation_id"]), _compact_string(body["member_id"]),
         _compact_nullable_string(body["group_instance_id"]), _compact_nullable_string(body["protocol_type"]),
-        _compact_nullable_string(body["protocol_name"]), _uvarint(len(body["assignments"]) + 1),
+        _compact_nullable_string(body["protocol_name"]), uvarint(len(body["assignments"]) + 1),
     ]
     for a in body["assignments"]:
         parts += (_compact_string(a["member_id"]), _compact_bytes(a["assignment"]), b"\x00")

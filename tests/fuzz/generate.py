@@ -20,6 +20,7 @@ from kio.serial._introspect import (
 )
 
 from cluster.gateway.apis import SUPPORTED, request_class
+from loadtest.drivers.fast_requests import uvarint
 
 FAULTS = ("null", "huge", "negative", "overlong", "unknown_tag")
 
@@ -33,15 +34,6 @@ def every_api_version(apis: set[int] | None = None) -> list[tuple[int, int]]:
     return [
         (key, v) for key, (lo, hi) in sorted(SUPPORTED.items()) if apis is None or key in apis for v in range(lo, hi + 1)
     ]
-
-
-def uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 class Encoder:
