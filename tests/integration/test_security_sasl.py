@@ -14,10 +14,10 @@ import subprocess
 import time
 
 import pytest
-import trustme
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from tests.certs import write_keystore_and_ca
 from tests.clients import aiokafka_round_trip, confluent_round_trip, kafka_python_round_trip
 from tests.cluster_process import RAYGROUPS, ClusterProcess
 
@@ -29,12 +29,7 @@ def secure(tmp_path_factory):
     data = tmp_path_factory.mktemp("data")
     for name, password in (("alice", "alice-pw"), ("admin", "admin-pw")):
         subprocess.run([RAYGROUPS, "user", "add", name, "--data-dir", str(data), "--password", password], check=True)
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1", "localhost")
-    keystore = data.parent / "keystore.pem"
-    keystore.write_bytes(b"".join(b.bytes() for b in cert.cert_chain_pems) + cert.private_key_pem.bytes())
-    ca_file = data.parent / "ca.pem"
-    ca.cert_pem.write_to_path(str(ca_file))
+    keystore, ca_file = write_keystore_and_ca(data.parent)
     config = ["listeners=SASL_SSL://127.0.0.1:0", f"ssl.keystore.location={keystore}", "super.users=User:admin"]
     proc = ClusterProcess(data, *[arg for pair in config for arg in ("--config", pair)], gateways=1).start()
     proc.ca_file = str(ca_file)

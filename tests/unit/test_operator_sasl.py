@@ -8,7 +8,6 @@ import threading
 
 import msgpack
 import pytest
-import trustme
 
 from cluster.admin_client import AdminError, Security, admin_call
 from cluster.config import Config
@@ -19,6 +18,7 @@ from cluster.gateway.auth.scram import make_credential
 from cluster.gateway.gateway import Gateway
 from cluster.gateway.handlers import HANDLERS
 from cluster.gateway.server import serve
+from tests.certs import write_keystore_and_ca
 
 
 class Listener:
@@ -38,12 +38,8 @@ class Listener:
         settings = {"listeners": ("SASL_SSL" if tls else "SASL_PLAINTEXT") + "://127.0.0.1:0"}
         self.ca_file = None
         if tls:
-            ca = trustme.CA()
-            keystore = tmp_path / "keystore.pem"
-            cert = ca.issue_cert("127.0.0.1")
-            keystore.write_bytes(b"".join(b.bytes() for b in cert.cert_chain_pems) + cert.private_key_pem.bytes())
-            self.ca_file = str(tmp_path / "ca.pem")
-            ca.cert_pem.write_to_path(self.ca_file)
+            keystore, ca_file = write_keystore_and_ca(tmp_path, "127.0.0.1")
+            self.ca_file = str(ca_file)
             settings["ssl.keystore.location"] = str(keystore)
         self.listener = client_listener(Config(settings))
         self.loop = asyncio.new_event_loop()
