@@ -8,7 +8,9 @@ entries the next copy folds it into a new base, so a copy costs O(√n) amortize
 copies of a few dozen entries at n = 1,000.
 
 Order is a dict's: a replaced key keeps its place, a new key goes last, a removed key that comes
-back goes last (the leader election and the protocol vote depend on join order).
+back goes last (the leader election and the protocol vote depend on join order). That is why this is
+written here: a persistent map from a library (immutables.Map, a HAMT) shares structure as well, but
+iterates in hash order.
 """
 
 from __future__ import annotations
