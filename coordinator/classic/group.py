@@ -189,7 +189,7 @@ class ClassicGroup:
     def not_yet_rejoined(self) -> list[ClassicMember]:
         return [m for m in self.members.values() if not m.is_awaiting_join]
 
-    def shared(self, protocols: Protocols, client_id: str, client_host: str) -> tuple[Protocols, str, str]:
+    def shared(self, protocols: Protocols, client_id: str = "", client_host: str = "") -> tuple[Protocols, str, str]:
         """The leader's copies of these values where they are equal: members of a group mostly send
         the same subscription, client id and host, and each decoded request brings its own copy
         (an idle member's memory: issue 12)."""

@@ -173,7 +173,7 @@ def _update_member_then_rebalance_or_complete_join(
         ctx.reply(member.awaiting_join, _error(ErrorCode.rebalance_in_progress, member.member_id))
     group.put(
         member.but(
-            protocols=group.shared(req.protocols, "", "")[0],
+            protocols=group.shared(req.protocols)[0],
             rebalance_timeout_ms=req.rebalance_timeout_ms,
             session_timeout_ms=req.session_timeout_ms,
             awaiting_join=token,
@@ -208,7 +208,7 @@ def _replace_static_member_then_rebalance_or_complete_join(
     group.put(
         old.but(
             member_id=new_member_id,
-            protocols=group.shared(req.protocols, "", "")[0],
+            protocols=group.shared(req.protocols)[0],
             rebalance_timeout_ms=req.rebalance_timeout_ms,
             session_timeout_ms=req.session_timeout_ms,
             awaiting_join=token,
