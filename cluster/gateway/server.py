@@ -21,7 +21,7 @@ from typing import Any
 from cluster.gateway.auth.session import Session
 from cluster.gateway.connection_limits import ConnectionQuota, RequestMemory
 from cluster.gateway.log_limit import RateLimitedLog
-from cluster.metrics.requests import record_request
+from cluster.gateway.request_metrics import record_request
 from cluster.gateway.connection import (
     Close,
     KafkaConnection,
