@@ -10,11 +10,11 @@ Every response carries `error_code` (kio's ErrorCode) and, for an error, Kafka's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from uuid import UUID
 
 from kio.schema.errors import ErrorCode
 
+from kernel.message import message
 from sharestate.records import StateBatch
 
 # Kafka's PartitionFactory defaults: what a share partition that was never written looks like.
@@ -32,7 +32,7 @@ FENCED_STATE_EPOCH = "The coordinator rejected the request because the state epo
 INVALID_STATE_BATCH = "A state batch's first offset must be >= 0 and <= its last offset."
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class InitializeShareGroupStateRequest:
     group_id: str
     topic_id: UUID
@@ -41,13 +41,13 @@ class InitializeShareGroupStateRequest:
     start_offset: int = UNINITIALIZED_START_OFFSET
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class InitializeShareGroupStateResponse:
     error_code: ErrorCode
     error_message: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ReadShareGroupStateRequest:
     group_id: str
     topic_id: UUID
@@ -55,7 +55,7 @@ class ReadShareGroupStateRequest:
     leader_epoch: int  # -1: no fencing and no leader-epoch update
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ReadShareGroupStateResponse:
     error_code: ErrorCode
     error_message: str | None = None
@@ -65,7 +65,7 @@ class ReadShareGroupStateResponse:
     state_batches: tuple[StateBatch, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class WriteShareGroupStateRequest:
     group_id: str
     topic_id: UUID
@@ -77,26 +77,26 @@ class WriteShareGroupStateRequest:
     state_batches: tuple[StateBatch, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class WriteShareGroupStateResponse:
     error_code: ErrorCode
     error_message: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DeleteShareGroupStateRequest:
     group_id: str
     topic_id: UUID
     partition: int
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DeleteShareGroupStateResponse:
     error_code: ErrorCode
     error_message: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ReadShareGroupStateSummaryRequest:
     group_id: str
     topic_id: UUID
@@ -104,7 +104,7 @@ class ReadShareGroupStateSummaryRequest:
     leader_epoch: int = -1  # carried as Kafka does; a summary neither fences nor records it
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ReadShareGroupStateSummaryResponse:
     error_code: ErrorCode
     error_message: str | None = None

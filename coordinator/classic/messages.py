@@ -6,18 +6,17 @@ sees one shape per API, as Kafka's coordinator sees one *RequestData per API.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kio.schema.errors import ErrorCode
 
 from coordinator.share.messages import ShareStateDelete
+from kernel.message import message
 
 Protocols = tuple[tuple[str, bytes], ...]  # (name, metadata) in the member's order of preference
 
 UNKNOWN_MEMBER_ID = ""
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class JoinGroupRequest:
     group_id: str
     session_timeout_ms: int
@@ -34,14 +33,14 @@ class JoinGroupRequest:
     supports_skip_assignment: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class JoinGroupMember:
     member_id: str
     group_instance_id: str | None
     metadata: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class JoinGroupResponse:
     error_code: ErrorCode
     member_id: str = UNKNOWN_MEMBER_ID
@@ -53,7 +52,7 @@ class JoinGroupResponse:
     members: tuple[JoinGroupMember, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class SyncGroupRequest:
     group_id: str
     generation_id: int
@@ -64,7 +63,7 @@ class SyncGroupRequest:
     assignments: tuple[tuple[str, bytes], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class SyncGroupResponse:
     error_code: ErrorCode
     protocol_type: str | None = None
@@ -72,7 +71,7 @@ class SyncGroupResponse:
     assignment: bytes = b""
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class HeartbeatRequest:
     group_id: str
     generation_id: int
@@ -80,38 +79,38 @@ class HeartbeatRequest:
     group_instance_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class HeartbeatResponse:
     error_code: ErrorCode
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class LeavingMember:
     member_id: str
     group_instance_id: str | None = None
     reason: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class LeaveGroupRequest:
     group_id: str
     members: tuple[LeavingMember, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class LeftMember:
     member_id: str
     group_instance_id: str | None
     error_code: ErrorCode
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class LeaveGroupResponse:
     error_code: ErrorCode
     members: tuple[LeftMember, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class CommitPartition:
     partition: int
     offset: int
@@ -119,7 +118,7 @@ class CommitPartition:
     metadata: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class OffsetCommitRequest:
     group_id: str
     generation_id: int
@@ -131,19 +130,19 @@ class OffsetCommitRequest:
     api_version: int = 9
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class OffsetCommitResponse:
     topics: tuple[tuple[str, tuple[tuple[int, ErrorCode], ...]], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class OffsetFetchRequest:
     group_id: str
     topics: tuple[tuple[str, tuple[int, ...]], ...] | None  # None: every committed offset
     require_stable: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class FetchedOffset:
     partition: int
     offset: int
@@ -152,14 +151,14 @@ class FetchedOffset:
     error_code: ErrorCode = ErrorCode.none
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class OffsetFetchResponse:
     group_id: str
     error_code: ErrorCode
     topics: tuple[tuple[str, tuple[FetchedOffset, ...]], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DescribedMember:
     member_id: str
     group_instance_id: str | None
@@ -169,7 +168,7 @@ class DescribedMember:
     assignment: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DescribedGroup:
     group_id: str
     error_code: ErrorCode
@@ -179,7 +178,7 @@ class DescribedGroup:
     members: tuple[DescribedMember, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ListedGroup:
     group_id: str
     protocol_type: str
@@ -187,7 +186,7 @@ class ListedGroup:
     group_type: str
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DeletedGroup:
     group_id: str
     error_code: ErrorCode

@@ -8,10 +8,11 @@ ShareStateInitResult (Kafka's GroupCoordinatorService.persisterInitialize).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from uuid import UUID
 
 from kio.schema.errors import ErrorCode
+
+from kernel.message import message
 
 # ShareGroupHeartbeatRequest.LEAVE_GROUP_MEMBER_EPOCH; epoch 0 joins.
 JOIN_GROUP_MEMBER_EPOCH = 0
@@ -23,7 +24,7 @@ SIMPLE_ASSIGNOR_NAME = "simple"  # SimpleAssignor.name()
 Assignment = tuple[tuple[UUID, tuple[int, ...]], ...]  # (topic id, partitions), sorted
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class TopicImage:
     """What the cluster's metadata says of one topic (Kafka's CoordinatorMetadataImage.TopicMetadata)."""
 
@@ -32,7 +33,7 @@ class TopicImage:
     partitions: int  # the partition count
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ShareGroupHeartbeatRequest:
     group_id: str
     member_id: str
@@ -43,7 +44,7 @@ class ShareGroupHeartbeatRequest:
     client_host: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ShareGroupHeartbeatResponse:
     error_code: ErrorCode
     error_message: str | None = None
@@ -53,7 +54,7 @@ class ShareGroupHeartbeatResponse:
     assignment: Assignment | None = None  # None: unchanged (only sent on join, full request or change)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ShareStateInit:
     """One share partition whose share state the cluster must initialize (InitializeShareGroupState)."""
 
@@ -64,7 +65,7 @@ class ShareStateInit:
     start_offset: int = -1  # -1: the share partition applies share.auto.offset.reset
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ShareStateDelete:
     """One share partition whose share state the cluster must delete (DeleteShareGroupState)."""
 
@@ -73,7 +74,7 @@ class ShareStateDelete:
     partition: int
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ShareStateDeletion:
     """DeleteGroups' first step for one group: the share state to delete before the group goes, or
     why the group must stay (GROUP_NOT_EMPTY); NONE with nothing to delete for any other group."""
@@ -83,7 +84,7 @@ class ShareStateDeletion:
     deletes: tuple[ShareStateDelete, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ShareStateInitResult:
     """The share coordinator's answer to one ShareStateInit."""
 
@@ -92,7 +93,7 @@ class ShareStateInitResult:
     error_code: ErrorCode
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ShareHeartbeatOutcome:
     """What share_group_heartbeat answers: the response, and the share state to initialize (after the
     records are durable, as Kafka's persisterInitialize runs after the heartbeat's write)."""
@@ -101,7 +102,7 @@ class ShareHeartbeatOutcome:
     initialize: tuple[ShareStateInit, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DescribedShareMember:
     member_id: str
     rack_id: str | None
@@ -112,7 +113,7 @@ class DescribedShareMember:
     assignment: tuple[tuple[UUID, str, tuple[int, ...]], ...]  # (topic id, topic name, partitions)
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class DescribedShareGroup:
     """ShareGroupDescribe v1's DescribedGroup."""
 
@@ -127,7 +128,7 @@ class DescribedShareGroup:
     authorized_operations: int = -2147483648  # not requested / not computed here
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class ShareGroupTopics:
     """The share partitions a share group has state for (DescribeShareGroupOffsets with no topics
     named lists these): its initialized topics, (topic id, name, partitions)."""
