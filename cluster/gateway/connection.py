@@ -354,24 +354,30 @@ def encode_response(request: Request, response: Any) -> bytes:
 
 
 _PREFIX, _FLEXIBLE_PREFIX = struct.Struct(">ii"), struct.Struct(">iiB")
-# Some answers are one shared entity per (version, outcome) (a heartbeat's): encode it once. Small
-# bodies only; the entity is held so that its id cannot be reused while its bytes are kept.
-_BODIES: dict[int, tuple[Any, bytes]] = {}
-_BODIES_MAX, _SMALL_BODY = 256, 128
+# Answers that handlers reuse for many requests (one heartbeat answer per version and outcome), with
+# their encoded bodies. Only what `shared_answer` names is kept: caching every small answer churned
+# the cache with one-off answers and pushed the shared ones out. The entity is held, so its id
+# cannot be reused while its bytes are kept.
+_SHARED_BODIES: dict[int, tuple[Any, bytes]] = {}
+
+
+def shared_answer(response: Any) -> Any:
+    """Declare `response` an answer entity that is sent many times unchanged: it is encoded once."""
+    _SHARED_BODIES[id(response)] = (response, _encode_body(response))
+    return response
+
+
+def _encode_body(response: Any) -> bytes:
+    buf = io.BytesIO()
+    entity_writer(type(response))(buf, response)
+    return buf.getvalue()
 
 
 def _encoded_body(response: Any) -> bytes:
-    kept = _BODIES.get(id(response))
+    kept = _SHARED_BODIES.get(id(response))
     if kept is not None and kept[0] is response:
         return kept[1]
-    buf = io.BytesIO()
-    entity_writer(type(response))(buf, response)
-    body = buf.getvalue()
-    if len(body) <= _SMALL_BODY:
-        if len(_BODIES) >= _BODIES_MAX:
-            _BODIES.clear()
-        _BODIES[id(response)] = (response, body)
-    return body
+    return _encode_body(response)
 
 
 def encode_admin_response(request: Request, payload: bytes) -> bytes:
