@@ -53,14 +53,6 @@ class MalformedFrame(Exception):
 Step = Callable[[bytes, int, int], int]
 
 
-def check_request(frame: bytes, offset: int, request_class: type) -> None:
-    """Walk the request header and body starting at offset; raise MalformedFrame if any length
-    does not fit in the bytes left, a varint is longer than 5 bytes, or a non-nullable field is
-    null. Bytes after the body are allowed, as Kafka's parser ignores them."""
-    pos = _walker(request_class.__header_schema__, header=True)(frame, offset, len(frame))
-    _walker(request_class)(frame, pos, len(frame))
-
-
 _CLIENT_IDS: dict[bytes, str] = {}  # a client sends the same id on every request: decode once
 
 
@@ -100,7 +92,9 @@ def read_request_header(frame: bytes, flexible: bool) -> tuple[str | None, int]:
 
 
 def check_body(frame: bytes, offset: int, request_class: type) -> None:
-    """The walk of check_request, for the body alone (the header read by read_request_header)."""
+    """Walk a request body starting at offset (its header read by read_request_header); raise
+    MalformedFrame if any length does not fit in the bytes left, a varint is longer than 5 bytes, or
+    a non-nullable field is null. Bytes after the body are allowed, as Kafka's parser ignores them."""
     _walker(request_class)(frame, offset, len(frame))
 
 
