@@ -57,7 +57,7 @@ SETTINGS: dict[str, Setting] = {
         Setting("offset.metadata.max.bytes", 4096, Int(0), "largest commit metadata string"),
         # share groups (seed 001)
         Setting("share.coordinator.state.topic.num.partitions", 50, Int(1), "partitions of __share_group_state"),
-        Setting("group.share.record.lock.duration.ms", 30_000, Int(1000, 3_600_000), "acquisition lock duration"),
+        Setting("group.share.record.lock.duration.ms", 30_000, Int(1000, 3_600_000), "acquisition lock duration, within the min and max below"),
         Setting("group.share.delivery.count.limit", 5, Int(2, 10), "deliveries before a record is archived"),
         # The bounds of a group's own share.record.lock.duration.ms and share.delivery.count.limit
         # (IncrementalAlterConfigs, cluster/group_configs.py). Kafka also holds the broker-wide values

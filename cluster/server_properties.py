@@ -95,6 +95,8 @@ _ORDERED = (
     ("group.share.session.timeout.ms", "group.share.heartbeat.interval.ms", True),
     ("group.share.max.share.sessions", "group.share.max.size", False),
     ("group.share.max.record.lock.duration.ms", "group.share.min.record.lock.duration.ms", False),
+    ("group.share.record.lock.duration.ms", "group.share.min.record.lock.duration.ms", False),
+    ("group.share.max.record.lock.duration.ms", "group.share.record.lock.duration.ms", False),
     ("group.share.max.delivery.count.limit", "group.share.min.delivery.count.limit", False),
 )
 

@@ -32,6 +32,7 @@ partition_leaders = 2
 
 [cluster.config]
 "group.share.record.lock.duration.ms" = 10000
+"group.share.min.record.lock.duration.ms" = 1000
 
 [[topics]]
 name = "orders"

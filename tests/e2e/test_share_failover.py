@@ -38,6 +38,7 @@ def cluster(tmp_path_factory):
         "--config", "group.share.heartbeat.interval.ms=500",
         "--config", "group.share.session.timeout.ms=10000",
         "--config", "group.share.record.lock.duration.ms=5000",
+        "--config", "group.share.min.record.lock.duration.ms=1000",
         gateways=2,
     ).start()
     yield proc

@@ -36,6 +36,7 @@ def cluster(tmp_path_factory):
         "--config", "group.share.heartbeat.interval.ms=500",
         "--config", "group.share.session.timeout.ms=10000",
         "--config", f"group.share.record.lock.duration.ms={LOCK_MS}",
+        "--config", "group.share.min.record.lock.duration.ms=1000",
         gateways=2,
     ).start()
     yield proc

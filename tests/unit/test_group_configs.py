@@ -87,6 +87,22 @@ def test_a_min_above_its_max_is_refused_at_start():
         check_together(Config({"group.share.min.record.lock.duration.ms": 70_000}))
 
 
+@pytest.mark.parametrize("lock_ms,message", [
+    (10_000, "group.share.record.lock.duration.ms: must be at least group.share.min.record.lock.duration.ms"),
+    (70_000, "group.share.max.record.lock.duration.ms: must be at least group.share.record.lock.duration.ms"),
+])
+def test_the_broker_lock_duration_lies_within_its_bounds(lock_ms, message):
+    # Kafka's ShareGroupConfig requires min <= group.share.record.lock.duration.ms <= max.
+    from cluster.config import ConfigError
+    from cluster.server_properties import check_together
+
+    with pytest.raises(ConfigError, match=message):
+        check_together(Config({"group.share.record.lock.duration.ms": lock_ms}))
+    check_together(Config({"group.share.record.lock.duration.ms": lock_ms,
+                           "group.share.min.record.lock.duration.ms": 1_000,
+                           "group.share.max.record.lock.duration.ms": 70_000}))
+
+
 def test_group_config_records_replay_and_revert():
     meta = ClusterMetadata()
     result = meta.set_group_configs("g", {"share.auto.offset.reset": "earliest"})
