@@ -12,8 +12,9 @@ but not alterable: the share coordinator does not read per-group values.
 Bounds are the broker's, as Kafka's GroupConfig.validateValues checks them: Kafka bounds the lock
 duration with group.share.min/max.record.lock.duration.ms (15 s..60 s) and the delivery count limit
 with group.share.min/max.delivery.count.limit (2..10), Kafka's defaults here too. Kafka also requires
-the broker-wide value to lie within them; raygroups does not (a test may use a 5 s lock), so the
-bounds are widened to take in the broker's own value.
+the broker-wide lock duration to lie within them, and so does `raygroups up`
+(server_properties.check_together); a program that builds its Config directly (the simulation) may
+not, so the bounds are widened to take in the broker's own value.
 """
 
 from __future__ import annotations
