@@ -15,6 +15,7 @@ for the client's retry.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -26,7 +27,8 @@ from cluster.calls import FetchPartition, LogEnd, PartitionOp, ShareFetchSpec, S
 from cluster.clients.failures import answer_or_none
 from cluster.partition import FetchOutcome, ProduceOutcome
 from cluster.routing import NoLeader
-from cluster.share.requests import ShareFetchCall, ShareOutcome
+from cluster.share.budget import split_budget
+from cluster.share.requests import ShareFetchCall, ShareItem, ShareOutcome
 
 LATEST = -1
 NO_EPOCH = -1
@@ -155,26 +157,16 @@ class PartitionLeaderClient:
         if not per_actor:
             return results
 
+        # One MaxRecords over all the leaders (cluster/share/budget.py); a leader given none of it
+        # answers at once rather than long-poll for records it may not take.
+        budgets = dict(zip(per_actor, split_budget(
+            spec.max_records, [sum(1 for _, item in entries if item.fetch) for entries in per_actor.values()])))
         calls: dict[str, tuple[Any, str, asyncio.Future]] = {}
         for actor, entries in per_actor.items():
-            handle = self.router.handle(actor)
-            wake_key = f"{spec.gateway}:{next(_wake_keys)}"
-            call = ShareFetchCall(
-                spec.group_id,
-                spec.member_id,
-                tuple(item for _, item in entries),
-                max_wait_ms=spec.max_wait_ms,
-                min_bytes=spec.min_bytes,
-                max_bytes=spec.max_bytes,
-                max_records=spec.max_records,
-                wake_key=wake_key,
-                gateway=spec.gateway,
+            calls[actor] = self._share_call(
+                actor, spec, tuple(item for _, item in entries), budgets[actor],
+                spec.max_wait_ms if budgets[actor] > 0 else 0, in_flight,
             )
-            task = asyncio.ensure_future(answer_or_none(handle.share_fetch.remote(call) if handle is not None else None))
-            calls[actor] = (handle, wake_key, task)
-            if in_flight is not None:
-                in_flight[task] = (actor, wake_key)
-                task.add_done_callback(lambda t: in_flight.pop(t, None))
 
         pending = {task: actor for actor, (_, _, task) in calls.items()}
         woken = False
@@ -188,10 +180,12 @@ class PartitionLeaderClient:
                     handle, wake_key, _ = calls[actor]
                     if handle is not None:
                         handle.share_wake.remote([wake_key])
+        answers = {actor: calls[actor][2].result() for actor in per_actor}
+        await self._hand_on(spec, per_actor, budgets, answers, in_flight)
 
         stale = False
         for actor, entries in per_actor.items():
-            answered = calls[actor][2].result()
+            answered = answers[actor]
             for j, (i, item) in enumerate(entries):
                 if answered is None:
                     out = ShareOutcome()
@@ -203,6 +197,72 @@ class PartitionLeaderClient:
         if stale:
             asyncio.ensure_future(self.router.refresh())
         return results
+
+    def _share_call(
+        self, actor: str, spec: ShareFetchSpec, items: tuple[ShareItem, ...], max_records: int, max_wait_ms: int,
+        in_flight: dict[Any, tuple[str, str]] | None,
+    ) -> tuple[Any, str, asyncio.Future]:
+        handle = self.router.handle(actor)
+        wake_key = f"{spec.gateway}:{next(_wake_keys)}"
+        call = ShareFetchCall(
+            spec.group_id,
+            spec.member_id,
+            items,
+            max_wait_ms=max_wait_ms,
+            min_bytes=spec.min_bytes,
+            max_bytes=spec.max_bytes,
+            max_records=max_records,
+            wake_key=wake_key,
+            gateway=spec.gateway,
+        )
+        task = asyncio.ensure_future(answer_or_none(handle.share_fetch.remote(call) if handle is not None else None))
+        if in_flight is not None:
+            in_flight[task] = (actor, wake_key)
+            task.add_done_callback(lambda t: in_flight.pop(t, None))
+        return handle, wake_key, task
+
+    async def _hand_on(
+        self,
+        spec: ShareFetchSpec,
+        per_actor: dict[str, list[tuple[int, ShareItem]]],
+        budgets: dict[str, int],
+        answers: dict[str, list[ShareOutcome] | None],
+        in_flight: dict[Any, tuple[str, str]] | None,
+    ) -> None:
+        """What the leaders left of MaxRecords goes to the partitions that a leader whose share ran
+        out did not reach, in one more call per such leader that does not wait. Each partition is
+        acquired in one call only, as in Kafka's one pass, so its records and acquired ranges
+        are never two answers joined."""
+        left = spec.max_records - sum(_acquired(o) for outs in answers.values() if outs for o in outs)
+        if left <= 0:
+            return
+        reachable: dict[str, list[int]] = {}  # actor -> positions in its call
+        for actor, outs in answers.items():
+            if outs is None or (budgets[actor] > 0 and sum(_acquired(o) for o in outs) < budgets[actor]):
+                continue  # gone, or it had less than its share: nothing more there now
+            untouched = [j for j, (_, item) in enumerate(per_actor[actor])
+                         if item.fetch and not outs[j].acquired and outs[j].error_code == ErrorCode.none]
+            if untouched:
+                reachable[actor] = untouched
+        if not reachable:
+            return
+        calls = {}
+        for (actor, positions), budget in zip(reachable.items(), split_budget(left, [len(p) for p in reachable.values()])):
+            if budget > 0:
+                items = tuple(dataclasses.replace(per_actor[actor][j][1], acknowledgements=()) for j in positions)
+                calls[actor] = self._share_call(actor, spec, items, budget, 0, in_flight)[2]
+        if not calls:
+            return
+        await asyncio.shield(asyncio.wait(list(calls.values())))
+        for actor, task in calls.items():
+            outs, again = answers[actor], task.result()
+            if again is None or outs is None:
+                continue  # the next fetch finds the leader gone
+            for j, out in zip(reachable[actor], again):
+                target = outs[j]
+                target.records, target.acquired = out.records, out.acquired
+                if out.error_code != ErrorCode.none:
+                    target.error_code, target.error_message = out.error_code, out.error_message
 
     def share_wake(self, actor: str, wake_keys: list[str]) -> None:
         """End these long polls on `actor` now (fire and forget: a dead actor has nothing to end)."""
@@ -234,6 +294,10 @@ class PartitionLeaderClient:
             if handle is not None:
                 refs.append(answer_or_none(send(handle, items)))
         await asyncio.gather(*refs)
+
+
+def _acquired(out: ShareOutcome) -> int:
+    return sum(a.last_offset - a.first_offset + 1 for a in out.acquired)
 
 
 def _cancel(ref: Any) -> None:

@@ -216,3 +216,65 @@ def test_release_and_evict_go_once_to_each_leader_and_skip_partitions_without_on
     client.share_wake("b", ["7:1"])
     client.share_wake("gone", ["7:2"])  # no actor: nothing to wake
     assert b.share_wake.calls == [(["7:1"],)]
+
+
+# -- ShareFetch: one MaxRecords budget over the leaders ------------------------------------------------------
+
+
+class BudgetActor:
+    """Acquires from `available[partition]` in item order, up to the call's max_records in all
+    (record by record, so the cap is exact here), as SharePartitionManager does."""
+
+    def __init__(self, available: dict[int, int]) -> None:
+        self.available = dict(available)
+        self.share_fetch = Method(self._fetch)
+        self.share_wake = Method(lambda keys: None)
+
+    async def _fetch(self, call):
+        left, outs = call.max_records, []
+        for item in call.items:
+            n = min(self.available.get(item.partition, 0), left) if item.fetch else 0
+            self.available[item.partition] = self.available.get(item.partition, 0) - n
+            left -= n
+            outs.append(ShareOutcome(acquired=(AcquiredRecords(0, n - 1, 1),) if n else ()))
+        return outs
+
+
+def acquired_of(answers) -> dict[int, int]:
+    return {i: sum(a.last_offset - a.first_offset + 1 for a in out.acquired) for i, (out, _) in answers.items()}
+
+
+def test_share_fetch_shares_one_max_records_budget_over_the_leaders():
+    a, b = BudgetActor({0: 1000, 2: 1000}), BudgetActor({1: 1000, 3: 1000})
+    router = FakeRouter({("t", p): ("ab"[p % 2], 1) for p in range(4)}, {"a": a, "b": b})
+    spec = ShareFetchSpec("g", "m", gateway=7, max_wait_ms=0, max_records=101)
+    answers = asyncio.run(PartitionLeaderClient(router).share_fetch(spec, share_parts(0, 1, 2, 3)))
+    assert sum(acquired_of(answers).values()) == 101
+    # Split by the partitions each leader fetches, the odd record to the leader named first.
+    assert [c[0].max_records for c in a.share_fetch.calls] == [51]
+    assert [c[0].max_records for c in b.share_fetch.calls] == [50]
+
+
+def test_what_one_leader_leaves_of_its_share_goes_to_the_partitions_another_did_not_reach():
+    acks = (AcknowledgementBatch(0, 0, (1,)),)
+    a, b = BudgetActor({0: 1000, 2: 1000}), BudgetActor({3: 10})
+    router = FakeRouter({("t", p): ("ab"[p % 2], 1) for p in range(4)}, {"a": a, "b": b})
+    spec = ShareFetchSpec("g", "m", gateway=7, max_wait_ms=0, max_records=100)
+    answers = asyncio.run(PartitionLeaderClient(router).share_fetch(spec, share_parts(0, 1, 2, 3, acks=acks)))
+    assert acquired_of(answers) == {0: 50, 1: 0, 2: 40, 3: 10}
+    first, second = (c[0] for c in a.share_fetch.calls)
+    assert (first.max_records, [i.partition for i in first.items]) == (50, [0, 2])
+    # Only the partition the first call did not reach, without the acknowledgements already sent, at once.
+    assert (second.max_records, second.max_wait_ms) == (40, 0)
+    assert [(i.partition, i.acknowledgements, i.fetch) for i in second.items] == [(2, (), True)]
+    assert len(b.share_fetch.calls) == 1
+
+
+def test_a_leader_left_without_a_share_of_a_small_budget_does_not_long_poll():
+    a, b = BudgetActor({0: 5}), BudgetActor({1: 5})
+    router = FakeRouter({("t", p): ("ab"[p % 2], 1) for p in range(2)}, {"a": a, "b": b})
+    spec = ShareFetchSpec("g", "m", gateway=7, max_wait_ms=30_000, max_records=1)
+    answers = asyncio.run(PartitionLeaderClient(router).share_fetch(spec, share_parts(0, 1)))
+    assert acquired_of(answers) == {0: 1, 1: 0}
+    (call,) = b.share_fetch.calls[0]
+    assert (call.max_records, call.max_wait_ms) == (0, 0)
