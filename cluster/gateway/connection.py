@@ -29,17 +29,17 @@ from __future__ import annotations
 
 import collections
 import functools
-import io
 import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 
 from cluster.gateway.apis import ADMIN_API_KEY, ApiKey, build, is_supported, request_class, response_class
 from cluster.gateway.auth.session import Session
 from cluster.gateway.connection_limits import RequestMemory
+from cluster.gateway.answer_writer import encode_answer
 from cluster.gateway.frame_check import MalformedFrame, check_body, read_request_header
 
 _SIZE = struct.Struct(">i")
@@ -363,21 +363,15 @@ _SHARED_BODIES: dict[int, tuple[Any, bytes]] = {}
 
 def shared_answer(response: Any) -> Any:
     """Declare `response` an answer entity that is sent many times unchanged: it is encoded once."""
-    _SHARED_BODIES[id(response)] = (response, _encode_body(response))
+    _SHARED_BODIES[id(response)] = (response, encode_answer(response))
     return response
-
-
-def _encode_body(response: Any) -> bytes:
-    buf = io.BytesIO()
-    entity_writer(type(response))(buf, response)
-    return buf.getvalue()
 
 
 def _encoded_body(response: Any) -> bytes:
     kept = _SHARED_BODIES.get(id(response))
     if kept is not None and kept[0] is response:
         return kept[1]
-    return _encode_body(response)
+    return encode_answer(response)
 
 
 def encode_admin_response(request: Request, payload: bytes) -> bytes:
