@@ -33,6 +33,9 @@ from loadtest.members.classic import ClassicConfig, ClassicMember, ClassicState
 from loadtest.members.machine import parse_bootstrap
 
 TOPIC = "bench-groups"
+# Idle members share this many connections per lane and broker: a socket each ran the one client
+# process out of open files at 10,000 groups (9,900 idle members, three lanes each).
+IDLE_POOLS = 8
 
 
 async def _create_topic(crowd: Crowd, bootstrap: str, partitions: int = 10) -> None:
@@ -42,9 +45,10 @@ async def _create_topic(crowd: Crowd, bootstrap: str, partitions: int = 10) -> N
                             "validate_only": False})
 
 
-def _member(bootstrap: str, name: str, group: str, session_timeout_ms: int = 30_000, **config: object) -> ClassicMember:
+def _member(bootstrap: str, name: str, group: str, session_timeout_ms: int = 30_000, pool: str | None = None,
+            **config: object) -> ClassicMember:
     return ClassicMember(name, parse_bootstrap(bootstrap), ClassicConfig(group, [TOPIC], session_timeout_ms=session_timeout_ms,
-                                                                         fetch=False, **config))
+                                                                         fetch=False, **config), pool=pool)
 
 
 async def _stable(crowd: Crowd, members: list[ClassicMember], timeout_s: float = 120) -> None:
@@ -88,7 +92,8 @@ async def heartbeat_cost(bootstrap: str, groups: int, members: int, active_group
     crowd = Crowd()
     await _create_topic(crowd, bootstrap)
     idle = [_member(bootstrap, f"idle-{g}", f"cost-idle-{g}", session_timeout_ms=600_000,
-                    rebalance_timeout_ms=600_000, heartbeat_interval_ms=60_000, commit_interval_ms=0)
+                    rebalance_timeout_ms=600_000, heartbeat_interval_ms=60_000, commit_interval_ms=0,
+                    pool=f"idle-{g % IDLE_POOLS}")
             for g in range(groups - active_groups)]
     await _stable(crowd, idle, timeout_s=600)
     beating = [_member(bootstrap, f"hb-{i}", f"cost-hb-{i % active_groups}", heartbeat_interval_ms=0, commit_interval_ms=0)

@@ -1,7 +1,8 @@
 """The asyncio driver: experiments and benchmarks run thousands of members on one event loop.
 
 No task per member: a member's connections are asyncio Protocols whose callbacks feed it
-responses, and its next wakeup is one `loop.call_at` timer, re-armed after every input.
+responses (a pooled connection feeds each of its members its own), and its next wakeup is one
+`loop.call_at` timer, re-armed after every input.
 """
 
 from __future__ import annotations
@@ -10,16 +11,15 @@ import asyncio
 from typing import Any
 
 from cluster.launcher import raise_open_files_limit
-from loadtest.drivers.core import DriverCore, Sink
+from loadtest.drivers.core import DriverCore, Key, Sink
 from loadtest.drivers.wire import ClientWire, WireError
 from loadtest.members.machine import Broker, Machine, Send
 from loadtest.members.requester import Requester
 
 
 class _Connection(asyncio.Protocol):
-    def __init__(self, driver: "AsyncioDriver", machine: Machine, key: tuple[int, str, Broker]) -> None:
+    def __init__(self, driver: "AsyncioDriver", key: Key) -> None:
         self.driver = driver
-        self.machine = machine
         self.key = key
         self.wire = ClientWire(driver.client_id)
         self.transport: asyncio.Transport | None = None
@@ -33,7 +33,7 @@ class _Connection(asyncio.Protocol):
         if task.cancelled() or task.exception() is not None:
             if not self.closed:
                 self.closed = True
-                self.driver.on_lost(self.machine, self.key, self, self.wire.unanswered())
+                self.driver.on_lost(self.key, self, self.wire.abandon())
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -44,8 +44,8 @@ class _Connection(asyncio.Protocol):
             self.transport.write(data)
         self.backlog.clear()
 
-    def send(self, send: Send) -> None:
-        data = self.wire.encode(send)
+    def send(self, machine: Machine, send: Send) -> None:
+        data = self.wire.encode(send, machine)
         if self.transport is not None:
             self.transport.write(data)
         else:
@@ -58,12 +58,12 @@ class _Connection(asyncio.Protocol):
             self.close()
             return
         if answers:
-            self.driver.on_responses(self.machine, answers)
+            self.driver.on_responses(answers)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.closed:
             self.closed = True
-        self.driver.on_lost(self.machine, self.key, self, self.wire.unanswered())
+        self.driver.on_lost(self.key, self, self.wire.abandon())
 
     def close(self) -> None:
         self.closed = True
@@ -81,8 +81,8 @@ class AsyncioDriver(DriverCore):
         self._wakeups: dict[int, asyncio.TimerHandle] = {}
         self._requester: Requester | None = None
 
-    def open(self, machine: Machine, lane: str, broker: Broker) -> _Connection:
-        return _Connection(self, machine, (id(machine), lane, broker))
+    def open(self, key: Key) -> _Connection:
+        return _Connection(self, key)
 
     def arm(self, machine: Machine, at_ms: float | None) -> None:
         handle = self._wakeups.pop(id(machine), None)
@@ -111,6 +111,7 @@ class AsyncioDriver(DriverCore):
             self.forget(machine)
         if self._requester is not None:
             self.forget(self._requester)
+        self.close_pools()
         await asyncio.sleep(0.05)  # let the transports close and connection attempts end
 
     async def call(self, broker: Broker, api: int, version: int, body: dict[str, Any], timeout_ms: float = 30_000) -> Any:

@@ -3,6 +3,10 @@
 After every input (start, a response, a failure, a tick) the driver calls `service(machine)`:
 requests go to the machine's connection for (lane, broker), dropped connections are closed,
 observations go to the sink, and the machine's next wakeup is (re)armed.
+
+A connection is keyed by (owner, lane, broker), the owner being the machine, or the pool it
+names: a pooled connection carries many machines' requests (each in its own order, as TCP
+keeps it) and outlives any one of them; `close_all` ends it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from kio.schema.errors import ErrorCode
 from loadtest.members.machine import Broker, Close, Machine, Send
 
 Sink = Callable[[list[dict[str, Any]]], None]
+Key = tuple[int | str, str, Broker]  # (machine id or pool name, lane, broker)
 
 
 def wall_ms() -> float:
@@ -25,7 +30,7 @@ def wall_ms() -> float:
 
 
 class Conn(Protocol):
-    def send(self, send: Send) -> None: ...
+    def send(self, machine: Machine, send: Send) -> None: ...
     def close(self) -> None: ...
 
 
@@ -33,15 +38,15 @@ class DriverCore:
     def __init__(self, sink: Sink | None, client_id: str) -> None:
         self.sink = sink
         self.client_id = client_id
-        self.connections: dict[tuple[int, str, Broker], Conn] = {}
-        # machine id -> its connections' keys: forgetting a member must not scan every connection
-        # (stopping n members scanned n x 2n keys).
-        self._keys: dict[int, set[tuple[int, str, Broker]]] = {}
+        self.connections: dict[Key, Conn] = {}
+        # machine id -> its own connections' keys: forgetting a member must not scan every
+        # connection (stopping n members scanned n x 2n keys). Pooled keys are nobody's.
+        self._keys: dict[int, set[Key]] = {}
         self.machines: dict[int, Machine] = {}
         self.crashes: list[tuple[str, str]] = []  # (member, traceback): bugs in member logic
 
     # a driver overrides these three
-    def open(self, machine: Machine, lane: str, broker: Broker) -> Conn:
+    def open(self, key: Key) -> Conn:
         raise NotImplementedError
 
     def arm(self, machine: Machine, at_ms: float | None) -> None:
@@ -53,15 +58,17 @@ class DriverCore:
     # -- shared ------------------------------------------------------------------------------
 
     def service(self, machine: Machine) -> None:
+        pool = machine.pool
         for action in machine.take_actions():
-            key = (id(machine), action.lane, action.to)
+            key = (id(machine) if pool is None else pool, action.lane, action.to)
             if isinstance(action, Send):
                 conn = self.connections.get(key)
                 if conn is None:
-                    conn = self.connections[key] = self.open(machine, action.lane, action.to)
-                    self._keys.setdefault(key[0], set()).add(key)
-                conn.send(action)
-            elif isinstance(action, Close):
+                    conn = self.connections[key] = self.open(key)
+                    if pool is None:
+                        self._keys.setdefault(id(machine), set()).add(key)
+                conn.send(machine, action)
+            elif isinstance(action, Close) and pool is None:
                 conn = self.connections.pop(key, None)
                 if conn is not None:
                     conn.close()
@@ -73,22 +80,27 @@ class DriverCore:
         else:
             self.arm(machine, machine.next_wakeup())
 
-    def on_responses(self, machine: Machine, answers: list[tuple[int, Any, int]]) -> None:
+    def on_responses(self, answers: list[tuple[Machine, int, Any, int]]) -> None:
+        """Answers as the wire read them: each machine receives its own, in order, then is serviced once."""
         now = self.now()
-        with self.guard(machine):
-            for request_id, response, size in answers:
-                machine.receive(request_id, response, now, size)
-        self.service(machine)
+        for machine, part in _by_owner(answers).items():
+            with self.guard(machine):
+                for _, request_id, response, size in part:
+                    machine.receive(request_id, response, now, size)
+            self.service(machine)
 
-    def on_lost(self, machine: Machine, key: tuple[int, str, Broker], conn: Conn, request_ids: list[int]) -> None:
+    def on_lost(self, key: Key, conn: Conn, unanswered: list[tuple[Machine, int]]) -> None:
         """The connection broke (or never opened): its requests fail with NETWORK_EXCEPTION."""
         if self.connections.get(key) is conn:
             del self.connections[key]
+            if not isinstance(key[0], str):
+                self._keys.get(key[0], set()).discard(key)
         now = self.now()
-        with self.guard(machine):
-            for request_id in request_ids:
-                machine.fail(request_id, ErrorCode.network_exception, now)
-        self.service(machine)
+        for machine, part in _by_owner(unanswered).items():
+            with self.guard(machine):
+                for _, request_id in part:
+                    machine.fail(request_id, ErrorCode.network_exception, now)
+            self.service(machine)
 
     def on_wakeup(self, machine: Machine) -> None:
         if machine.stopped:
@@ -121,3 +133,18 @@ class DriverCore:
             conn = self.connections.pop(key, None)
             if conn is not None:
                 conn.close()
+
+    def close_pools(self) -> None:
+        """Close the pooled connections (every machine's own ones close as it is forgotten)."""
+        for key in [k for k in self.connections if isinstance(k[0], str)]:
+            self.connections.pop(key).close()
+
+
+def _by_owner(items: list[tuple]) -> dict[Machine, list[tuple]]:
+    """Items whose first element is their machine, grouped by it, each group in its order."""
+    if len(items) == 1 or all(item[0] is items[0][0] for item in items):
+        return {items[0][0]: items} if items else {}
+    out: dict[Machine, list[tuple]] = {}
+    for item in items:
+        out.setdefault(item[0], []).append(item)
+    return out

@@ -16,16 +16,15 @@ import gevent.event
 import gevent.queue
 import gevent.socket
 
-from loadtest.drivers.core import DriverCore, Sink
+from loadtest.drivers.core import DriverCore, Key, Sink
 from loadtest.drivers.wire import ClientWire, WireError
 from loadtest.members.machine import Broker, Machine, Send
 from loadtest.members.requester import Requester
 
 
 class _Connection:
-    def __init__(self, driver: "GeventDriver", machine: Machine, key: tuple[int, str, Broker]) -> None:
+    def __init__(self, driver: "GeventDriver", key: Key) -> None:
         self.driver = driver
-        self.machine = machine
         self.key = key
         self.wire = ClientWire(driver.client_id)
         self.outbox: gevent.queue.Queue = gevent.queue.Queue()
@@ -33,8 +32,8 @@ class _Connection:
         self.closed = False
         self.greenlet = gevent.spawn(self._run)
 
-    def send(self, send: Send) -> None:
-        self.outbox.put(self.wire.encode(send))
+    def send(self, machine: Machine, send: Send) -> None:
+        self.outbox.put(self.wire.encode(send, machine))
 
     def close(self) -> None:
         if not self.closed:
@@ -60,7 +59,7 @@ class _Connection:
                         break
                     answers = self.wire.receive(data)
                     if answers:
-                        self.driver.on_responses(self.machine, answers)
+                        self.driver.on_responses(answers)
             finally:
                 writer.kill(block=False)
         except (OSError, WireError):
@@ -69,7 +68,7 @@ class _Connection:
             self.closed = True
             if self.sock is not None:
                 self.sock.close()
-            self.driver.on_lost(self.machine, self.key, self, self.wire.unanswered())
+            self.driver.on_lost(self.key, self, self.wire.abandon())
 
     def _write(self) -> None:
         while True:
@@ -86,8 +85,8 @@ class GeventDriver(DriverCore):
         self._wake: dict[int, gevent.event.Event] = {}
         self._requester: Requester | None = None
 
-    def open(self, machine: Machine, lane: str, broker: Broker) -> _Connection:
-        return _Connection(self, machine, (id(machine), lane, broker))
+    def open(self, key: Key) -> _Connection:
+        return _Connection(self, key)
 
     def arm(self, machine: Machine, at_ms: float | None) -> None:
         self._deadlines[id(machine)] = at_ms

@@ -3,6 +3,9 @@
 The request and response types are kio's, one class per (API, version); request headers are v2
 for flexible versions and v1 otherwise, response headers follow the response class (ApiVersions
 keeps v0), as Kafka's protocol defines.
+
+Each request remembers its owner (the machine that sent it), so one connection can carry the
+requests of many machines (a shared pool) and hand every answer back to the right one.
 """
 
 from __future__ import annotations
@@ -34,14 +37,14 @@ class ClientWire:
     def __init__(self, client_id: str) -> None:
         self.client_id = client_id
         self._next_correlation = 0
-        self._waiting: dict[int, tuple[int, type]] = {}  # correlation id -> (request id, response class)
+        self._waiting: dict[int, tuple[Any, int, type]] = {}  # correlation id -> (owner, request id, response class)
         self._buffer = bytearray()
 
-    def encode(self, send: Send) -> bytes:
+    def encode(self, send: Send, owner: Any = None) -> bytes:
         fast = encode_fast(send.api, send.version, self._next_correlation + 1, self.client_id, send.body)
         if fast is not None:
             self._next_correlation += 1
-            self._waiting[self._next_correlation] = (send.request_id, response_class(send.api, send.version))
+            self._waiting[self._next_correlation] = (owner, send.request_id, response_class(send.api, send.version))
             return fast
         cls = request_class(send.api, send.version)
         check_fields(cls, send.body)
@@ -59,13 +62,13 @@ class ClientWire:
         entity_writer(type(request))(buf, request)
         data = buf.getbuffer()
         _SIZE.pack_into(data, 0, len(data) - 4)
-        self._waiting[correlation] = (send.request_id, response_class(send.api, send.version))
+        self._waiting[correlation] = (owner, send.request_id, response_class(send.api, send.version))
         out = bytes(data)
         del data
         return out
 
-    def receive(self, data: bytes) -> list[tuple[int, Any, int]]:
-        """Responses complete in the bytes so far, as (request id, response, size in bytes)."""
+    def receive(self, data: bytes) -> list[tuple[Any, int, Any, int]]:
+        """Responses complete in the bytes so far, as (owner, request id, response, size in bytes)."""
         self._buffer += data
         out = []
         while len(self._buffer) >= 4:
@@ -78,17 +81,21 @@ class ClientWire:
             waiting = self._waiting.pop(correlation, None)
             if waiting is None:
                 raise WireError(f"response with unknown correlation id {correlation}")
-            request_id, cls = waiting
+            owner, request_id, cls = waiting
             _, offset = entity_reader(cls.__header_schema__)(payload, 0)
             response, _ = entity_reader(cls)(payload, offset)
-            out.append((request_id, response, size + 4))
+            out.append((owner, request_id, response, size + 4))
         return out
 
     def unanswered(self) -> list[int]:
         """Request ids still waiting (to fail them when the connection ends)."""
-        ids = [request_id for request_id, _ in self._waiting.values()]
+        return [request_id for _, request_id in self.abandon()]
+
+    def abandon(self) -> list[tuple[Any, int]]:
+        """(owner, request id) of every request still waiting; none waits any longer."""
+        waiting = [(owner, request_id) for owner, request_id, _ in self._waiting.values()]
         self._waiting.clear()
-        return ids
+        return waiting
 
 
 def check_fields(cls: type, body: dict[str, Any]) -> None:

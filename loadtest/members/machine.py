@@ -12,6 +12,11 @@ Requests carry where they go (`Broker`) and a `lane`: the driver keeps one conne
 fetch connections, so a long-polling fetch never delays a heartbeat. A request with no answer
 within its timeout is failed with REQUEST_TIMED_OUT and its connection dropped, as Kafka's
 clients do.
+
+A machine given a `pool` name shares its connections with every machine naming the same pool:
+one connection per (pool, lane, broker). Benchmarks hold thousands of idle members this way
+without a socket each; such a member cannot drop a shared connection, so its Close is ignored
+(its timed-out request has failed already, and a late answer finds nothing waiting).
 """
 
 from __future__ import annotations
@@ -88,7 +93,7 @@ class Machine:
     role = "client"
 
     def __init__(self, name: str, group: str | None, bootstrap: list[Broker], *, request_timeout_ms: float = 30_000,
-                 retry_backoff_ms: float = 100) -> None:
+                 retry_backoff_ms: float = 100, pool: str | None = None) -> None:
         if not bootstrap:
             raise ValueError("a client needs at least one bootstrap broker")
         self.name = name
@@ -96,6 +101,7 @@ class Machine:
         self.bootstrap = list(bootstrap)
         self.request_timeout_ms = request_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
+        self.pool = pool
         self.stopped = False
         self._boot_index = 0
         self._next_id = 0
