@@ -36,10 +36,10 @@ from typing import Any, Callable
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 
+from cluster.entity_writer import encode_entity
 from cluster.gateway.apis import ADMIN_API_KEY, ApiKey, build, is_supported, request_class, response_class
 from cluster.gateway.auth.session import Session
 from cluster.gateway.connection_limits import RequestMemory
-from cluster.gateway.answer_writer import encode_answer
 from cluster.gateway.frame_check import MalformedFrame, check_body, read_request_header
 
 _SIZE = struct.Struct(">i")
@@ -363,7 +363,7 @@ _SHARED_BODIES: dict[int, tuple[Any, bytes]] = {}
 
 def shared_answer(response: Any) -> Any:
     """Declare `response` an answer entity that is sent many times unchanged: it is encoded once."""
-    _SHARED_BODIES[id(response)] = (response, encode_answer(response))
+    _SHARED_BODIES[id(response)] = (response, encode_entity(response))
     return response
 
 
@@ -371,7 +371,7 @@ def _encoded_body(response: Any) -> bytes:
     kept = _SHARED_BODIES.get(id(response))
     if kept is not None and kept[0] is response:
         return kept[1]
-    return encode_answer(response)
+    return encode_entity(response)
 
 
 def encode_admin_response(request: Request, payload: bytes) -> bytes:

@@ -16,8 +16,8 @@ def test_a_shared_answer_is_encoded_once_and_framed_per_request(monkeypatch) -> 
     answer = _heartbeat_response(4, ErrorCode.rebalance_in_progress)
     assert _heartbeat_response(4, ErrorCode.rebalance_in_progress) is answer
     writes = []
-    real = connection.encode_answer
-    monkeypatch.setattr(connection, "encode_answer", lambda entity: writes.append(entity) or real(entity))
+    real = connection.encode_entity
+    monkeypatch.setattr(connection, "encode_entity", lambda entity: writes.append(entity) or real(entity))
     # Many one-off small answers in between do not push the shared one out.
     for i in range(1_000):
         encode_response(_request(i), build_response(ApiKey.HEARTBEAT, 4, {"error_code": ErrorCode.none}))

@@ -1,5 +1,5 @@
-"""The compiled answer writer writes exactly kio's bytes, for every response class the gateway
-answers with (cluster/gateway/answer_writer.py)."""
+"""The compiled entity writer writes exactly kio's bytes, for every request and response class the
+gateway supports, and for request headers (cluster/entity_writer.py)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from kio.serial._introspect import (
     is_optional,
 )
 
-from cluster.gateway.answer_writer import encode_answer, uvarint
-from cluster.gateway.apis import SUPPORTED, ApiKey, build_response, response_class
+from cluster.entity_writer import encode_entity, uvarint
+from cluster.gateway.apis import SUPPORTED, ApiKey, build_response, request_class, response_class
 
 EVERY_ANSWER = sorted({(k, v) for k, (lo, hi) in SUPPORTED.items() for v in range(lo, hi + 1)})
 
@@ -81,21 +81,22 @@ def kio_bytes(entity: Any) -> bytes:
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_the_same_bytes_as_kio(api_key: int, version: int, data: st.DataObject) -> None:
-    cls = response_class(api_key, version)
+    cls = data.draw(st.sampled_from([response_class(api_key, version), request_class(api_key, version),
+                                     request_class(api_key, version).__header_schema__]))
     entity = data.draw(entities(cls))
     try:
         expected = kio_bytes(entity)
     except Exception as exc:  # a value kio refuses: the compiled writer refuses it too
         with pytest.raises(type(exc)):
-            encode_answer(entity)
+            encode_entity(entity)
         return
-    assert encode_answer(entity) == expected
+    assert encode_entity(entity) == expected
 
 
 @pytest.mark.parametrize("api_key,version", [(ApiKey.PRODUCE, 11), (ApiKey.OFFSET_COMMIT, 8), (ApiKey.FETCH, 4)])
 def test_answers_the_handlers_build(api_key: int, version: int) -> None:
     entity = build_response(api_key, version, {"error_code": ErrorCode.none})
-    assert encode_answer(entity) == kio_bytes(entity)
+    assert encode_entity(entity) == kio_bytes(entity)
 
 
 @given(st.integers(0, 2**35))

@@ -1,4 +1,4 @@
-"""Encoding of kio response entities, compiled once per entity class.
+"""Encoding of kio entities (answers, and the load client's requests), compiled once per class.
 
 kio reads natively but writes in Python by reflection: for every field of every answer it calls a
 generic writer through a closure, one `struct.pack` per integer and a temporary buffer per tag
@@ -9,8 +9,8 @@ class: neighbouring fixed-size fields go out in one `struct.pack`, strings and a
 inline, and an entity without tagged fields ends with a constant empty tag section. Types that are
 rare in answers (uuids, timestamps, durations, nullable primitives) and non-default tagged fields
 are written by kio's own writers, so their encoding cannot drift. A differential test
-(tests/unit/test_answer_writer.py) compares the bytes with kio's for every response class the
-gateway answers with.
+(tests/unit/test_entity_writer.py) compares the bytes with kio's for every request and response
+class the gateway supports.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ _COMPILED: dict[type, Writer] = {}
 _names = itertools.count()
 
 
-def answer_writer(entity_type: type) -> Writer:
+def compiled_writer(entity_type: type) -> Writer:
     """`writer(buffer, entity)`, writing exactly the bytes kio's `entity_writer` writes."""
     writer = _COMPILED.get(entity_type)
     if writer is None:
@@ -107,9 +107,9 @@ def answer_writer(entity_type: type) -> Writer:
     return writer
 
 
-def encode_answer(entity: Any) -> bytes:
+def encode_entity(entity: Any) -> bytes:
     buffer = io.BytesIO()
-    answer_writer(type(entity))(buffer, entity)
+    compiled_writer(type(entity))(buffer, entity)
     return buffer.getvalue()
 
 
@@ -131,6 +131,8 @@ def _compile(entity_type: type) -> Writer:
             run.clear()
 
     tagged: list[tuple[int, Field, Writer, Any]] = []
+    # Kafka writes RequestHeader.client_id as a legacy nullable string even in flexible headers.
+    header = entity_type.__name__ == "RequestHeader"
     for field in fields(entity_type):
         tag = get_field_tag(field)
         if tag is not None:
@@ -145,11 +147,13 @@ def _compile(entity_type: type) -> Writer:
             run.append((code, value + suffix))
             continue
         flush()
-        if isinstance(kind, PrimitiveField) and kafka_type in ("string", "bytes", "records"):
+        if header and field.name == "client_id":
+            lines.append(f"    _legacy_string(write, {value})")
+        elif isinstance(kind, PrimitiveField) and kafka_type in ("string", "bytes", "records"):
             lines.append(_string_line(value, kafka_type, flexible, optional))
         elif isinstance(kind, EntityField):
             inner = f"_w{next(_names)}"
-            env[inner] = answer_writer(kind.type_)
+            env[inner] = compiled_writer(kind.type_)
             if optional:
                 lines += [f"    v = {value}", "    if v is None:", "        write(_NULL_ENTITY)", "    else:",
                           "        write(_ENTITY)", f"        {inner}(buffer, v)"]
@@ -157,7 +161,7 @@ def _compile(entity_type: type) -> Writer:
                 lines.append(f"    {inner}(buffer, {value})")
         elif isinstance(kind, EntityTupleField):
             inner = f"_w{next(_names)}"
-            env[inner] = answer_writer(kind.type_)
+            env[inner] = compiled_writer(kind.type_)
             lines += _array_lines(value, flexible, [f"{inner}(buffer, x)"])
         elif isinstance(kind, PrimitiveTupleField) and kafka_type in _FIXED:
             code, suffix = _FIXED[kafka_type]
