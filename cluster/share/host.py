@@ -141,6 +141,9 @@ class SharePartitionHost:
                 i += 1
             if i < len(acquired) and acquired[i].first_offset <= header.last_offset:
                 parts.append(view[pos : pos + header.size])
+        last_pos, last = spans[-1]
+        if len(parts) == len(spans) and last_pos + last.size == len(read.records):
+            return read.records, acquired  # the common case: every batch read is served, no copy
         return b"".join(parts), acquired
 
     def acknowledge(self, member_id: str, batches: Sequence[AcknowledgementBatch], out: ShareOutcome) -> Awaitable[None]:

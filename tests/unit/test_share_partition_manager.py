@@ -325,3 +325,33 @@ def test_a_fetch_reads_the_log_only_as_far_as_its_records_need(tmp_path, monkeyp
         await h.leader.shutdown()
 
     asyncio.run(main())
+
+
+def test_a_fetch_that_acquires_every_batch_it_read_answers_the_read_bytes_without_a_copy(tmp_path, monkeypatch):
+    from cluster.partition import UserPartition
+
+    served: list[bytes] = []
+    read = UserPartition.read
+
+    def recording(self, offset, max_bytes):
+        out = read(self, offset, max_bytes)
+        served.append(out.records)
+        return out
+
+    monkeypatch.setattr(UserPartition, "read", recording)
+
+    async def main():
+        h = await Harness(tmp_path).start()
+        await h.produce(3)
+        await h.produce(4)
+        out = await h.fetch("m1")
+        assert ranges(out) == [(0, 6, 1)] or ranges(out) == [(0, 2, 1), (3, 6, 1)]
+        assert out.records is served[-1]
+        await h.fetch("m1", acks=[ack(3, 6, A.RELEASE)], fetch=False)
+        await h.produce(2)
+        out = await h.fetch("m2", max_records=4)  # 3-6 again, not 0-2 (held by m1) nor 7-8 (over the budget)
+        assert ranges(out) == [(3, 6, 2)]
+        assert [b.base_offset for _, b in iter_batches(out.records)] == [3]
+        await h.leader.shutdown()
+
+    asyncio.run(main())
