@@ -28,11 +28,10 @@ from coordinator.shard import GroupCoordinatorShard
 from cluster.runtime.timers import TimerTable
 from cluster.runtime.wakeups import ManualWakeups
 from cluster.gateway.apis import ApiKey
+from loadtest.bench_processes import TOPIC, LocalFleet, ProcessFleet, Spec, fleet, until_settled
 from loadtest.drivers.crowd import Crowd
-from loadtest.members.classic import ClassicConfig, ClassicMember, ClassicState
 from loadtest.members.machine import parse_bootstrap
 
-TOPIC = "bench-groups"
 # Idle members share this many connections per lane and broker: a socket each ran the one client
 # process out of open files at 10,000 groups (9,900 idle members, three lanes each).
 IDLE_POOLS = 8
@@ -45,86 +44,84 @@ async def _create_topic(crowd: Crowd, bootstrap: str, partitions: int = 10) -> N
                             "validate_only": False})
 
 
-def _member(bootstrap: str, name: str, group: str, session_timeout_ms: int = 30_000, pool: str | None = None,
-            **config: object) -> ClassicMember:
-    return ClassicMember(name, parse_bootstrap(bootstrap), ClassicConfig(group, [TOPIC], session_timeout_ms=session_timeout_ms,
-                                                                         fetch=False, **config), pool=pool)
-
-
-async def _stable(crowd: Crowd, members: list[ClassicMember], timeout_s: float = 120) -> None:
-    crowd.start(members)
-    if not await crowd.until(lambda: all(m.state is ClassicState.STABLE and len(m.positions) == sum(
-            len(ps) for ps in m.assignment.values()) for m in members), timeout_s):
-        raise RuntimeError("the members did not all reach Stable")
-
-
-async def _rate(crowd: Crowd, api: str, seconds: float) -> float:
+async def _rate(members: LocalFleet | ProcessFleet, api: str, seconds: float) -> float:
     """Answers/s of `api` without error over the next `seconds`, from the members' observations."""
     started = time.time() * 1000
     await asyncio.sleep(seconds)
     ended = time.time() * 1000
-    done = [r for r in crowd.where("response", started, api=api, error="NONE") if r["time"] <= ended]
-    return len(done) / seconds
+    return await members.count(api, started, ended) / seconds
 
 
-async def group_request_rates(bootstrap: str, members: int, groups: int, seconds: float) -> dict[str, float]:
+async def group_request_rates(bootstrap: str, members: int, groups: int, seconds: float,
+                              processes: int = 1) -> dict[str, float]:
     """Heartbeats/s and OffsetCommits/s of `members` Stable members in `groups` groups, each member
-    keeping one request in flight (its interval 0: closed loop), as many light clients would."""
-    crowd = Crowd()
-    await _create_topic(crowd, bootstrap)
-    beating = [_member(bootstrap, f"hb-{i}", f"rates-hb-{i % groups}", heartbeat_interval_ms=0, commit_interval_ms=0)
-               for i in range(members)]
-    await _stable(crowd, beating)
-    heartbeat_rps = await _rate(crowd, "Heartbeat", seconds)
-    await crowd.stop(beating)
-    committing = [_member(bootstrap, f"oc-{i}", f"rates-oc-{i % groups}", heartbeat_interval_ms=3_000,
-                          commit_interval_ms=1) for i in range(members)]
-    await _stable(crowd, committing)
-    commit_rps = await _rate(crowd, "OffsetCommit", seconds)
-    await crowd.stop()
+    keeping one request in flight (its interval 0: closed loop), as many light clients would; a
+    group's members all in one of `processes` client processes."""
+    f = fleet(bootstrap, processes)
+    try:
+        await _create_topic(f.crowd, bootstrap)
+        beating = [Spec(f"hb-{i}", f"rates-hb-{i % groups}", i % groups,
+                        config={"heartbeat_interval_ms": 0, "commit_interval_ms": 0}) for i in range(members)]
+        await f.start(beating)
+        await until_settled(f, 120)
+        heartbeat_rps = await _rate(f, "Heartbeat", seconds)
+        await f.stop([s.name for s in beating])
+        committing = [Spec(f"oc-{i}", f"rates-oc-{i % groups}", i % groups,
+                           config={"heartbeat_interval_ms": 3_000, "commit_interval_ms": 1}) for i in range(members)]
+        await f.start(committing)
+        await until_settled(f, 120)
+        commit_rps = await _rate(f, "OffsetCommit", seconds)
+    finally:
+        await f.close()
     return {"heartbeat_rps": heartbeat_rps, "commit_rps": commit_rps}
 
 
-async def heartbeat_cost(bootstrap: str, groups: int, members: int, active_groups: int, seconds: float) -> dict[str, float]:
+async def heartbeat_cost(bootstrap: str, groups: int, members: int, active_groups: int, seconds: float,
+                         processes: int = 1) -> dict[str, float]:
     """Microseconds per heartbeat (1 / heartbeats/s) of `members` closed-loop members in
     `active_groups` groups while the coordinators also hold `groups - active_groups` idle groups of one
     member each (a long session, heartbeating once a minute: they cost memory and lookups, not load)."""
-    crowd = Crowd()
-    await _create_topic(crowd, bootstrap)
-    idle = [_member(bootstrap, f"idle-{g}", f"cost-idle-{g}", session_timeout_ms=600_000,
-                    rebalance_timeout_ms=600_000, heartbeat_interval_ms=60_000, commit_interval_ms=0,
-                    pool=f"idle-{g % IDLE_POOLS}")
-            for g in range(groups - active_groups)]
-    await _stable(crowd, idle, timeout_s=600)
-    beating = [_member(bootstrap, f"hb-{i}", f"cost-hb-{i % active_groups}", heartbeat_interval_ms=0, commit_interval_ms=0)
-               for i in range(members)]
-    await _stable(crowd, beating)
-    rate = await _rate(crowd, "Heartbeat", seconds)
-    await crowd.stop()
+    f = fleet(bootstrap, processes)
+    try:
+        await _create_topic(f.crowd, bootstrap)
+        idle = [Spec(f"idle-{g}", f"cost-idle-{g}", g, f"idle-{g % IDLE_POOLS}",
+                     {"session_timeout_ms": 600_000, "rebalance_timeout_ms": 600_000, "heartbeat_interval_ms": 60_000,
+                      "commit_interval_ms": 0}) for g in range(groups - active_groups)]
+        await f.start(idle)
+        await until_settled(f, 600)
+        beating = [Spec(f"hb-{i}", f"cost-hb-{i % active_groups}", i % active_groups,
+                        config={"heartbeat_interval_ms": 0, "commit_interval_ms": 0}) for i in range(members)]
+        await f.start(beating)
+        await until_settled(f, 120)
+        rate = await _rate(f, "Heartbeat", seconds)
+    finally:
+        await f.close()
     return {"heartbeat_rps": rate, "us_per_heartbeat": 1e6 / rate if rate else float("inf")}
 
 
-async def rebalance_time(bootstrap: str, size: int) -> float:
+async def rebalance_time(bootstrap: str, size: int, processes: int = 1) -> float:
     """Milliseconds from the last JoinGroup of a rebalance to the last member Stable in the new
     generation, when one member joins a Stable group of `size` (the others hear of it through
-    heartbeats every 20 ms)."""
-    crowd = Crowd()
-    await _create_topic(crowd, bootstrap)
-    group = f"rebalance-{size}-{time.monotonic_ns()}"
-    members = [_member(bootstrap, f"m{i}", group, heartbeat_interval_ms=20, commit_interval_ms=0) for i in range(size)]
-    await _stable(crowd, members)
-    generation = members[0].generation
-    started = time.time() * 1000
-    newcomer = _member(bootstrap, "newcomer", group, heartbeat_interval_ms=20, commit_interval_ms=0)
-    everyone = [*members, newcomer]
-    crowd.start([newcomer])
-    if not await crowd.until(lambda: all(m.state is ClassicState.STABLE and m.generation > generation for m in everyone), 120):
-        raise RuntimeError("the rebalance did not complete")
-    joins = crowd.where("request", started, api="JoinGroup")
-    stable = crowd.where("rebalance_end", started)
-    elapsed = max(r["time"] for r in stable) - max(r["time"] for r in joins)
-    await crowd.stop()
-    return elapsed
+    heartbeats every 20 ms); the members spread over `processes` client processes, the times
+    merged from all of them."""
+    f = fleet(bootstrap, processes)
+    try:
+        await _create_topic(f.crowd, bootstrap)
+        group = f"rebalance-{size}-{time.monotonic_ns()}"
+        config = {"heartbeat_interval_ms": 20, "commit_interval_ms": 0}
+        await f.start([Spec(f"m{i}", group, i, config=config) for i in range(size)])
+        generation = (await until_settled(f, 120, one_group=True)).min_generation
+        started = time.time() * 1000
+        await f.start([Spec("newcomer", group, size, config=config)])
+        try:
+            await until_settled(f, 120, one_group=True, newer_than=generation)
+        except RuntimeError:
+            raise RuntimeError("the rebalance did not complete") from None
+        joins = await f.times("request", started, api="JoinGroup")
+        stable = await f.times("rebalance_end", started)
+    finally:
+        await f.close()
+    return max(stable) - max(joins)
 
 
 def reload_time(records: int) -> dict[str, float]:

@@ -13,6 +13,8 @@ from loadtest.bench.app import JSON, PEER, ROUNDS, app
 from loadtest.bench.compare import Figure, best_of, report
 from loadtest.bench.systems import NO_INITIAL_DELAY, console, peers, starter
 
+PROCESSES = typer.Option(1, "--processes", help="client processes the light members run in (spawned; rates summed)")
+
 
 def _systems(peer: str, partitions: int = 10, **settings: object) -> dict:
     chosen = [] if peer == "none" else peers(peer)
@@ -62,6 +64,7 @@ def group_requests(
     seconds: float = 5.0,
     peer: str = PEER,
     rounds: int = ROUNDS,
+    processes: int = PROCESSES,
     json_out: Path | None = JSON,
 ) -> None:
     """Heartbeats/s and OffsetCommits/s from light members in Stable groups, raygroups vs a peer."""
@@ -69,9 +72,9 @@ def group_requests(
 
     figures = [Figure("heartbeat_rps", "heartbeats/s"), Figure("commit_rps", "OffsetCommits/s")]
     results = best_of(_systems(peer, **NO_INITIAL_DELAY),
-                      lambda _n, b: asyncio.run(group_request_rates(b, members, groups, seconds)), figures, rounds)
-    report(f"group requests, {members} members in {groups} groups, closed loop, {seconds:g} s each, best of {rounds}",
-           results, figures, json_out)
+                      lambda _n, b: asyncio.run(group_request_rates(b, members, groups, seconds, processes)), figures, rounds)
+    report(f"group requests, {members} members in {groups} groups, closed loop, {seconds:g} s each, "
+           f"{processes} client process(es), best of {rounds}", results, figures, json_out)
 
 
 @app.command("heartbeat-scaling")
@@ -82,6 +85,7 @@ def heartbeat_scaling(
     seconds: float = 5.0,
     peer: str = typer.Option("none", "--peer", help="none, responder, tansu, both"),
     rounds: int = ROUNDS,
+    processes: int = PROCESSES,
     json_out: Path | None = JSON,
 ) -> None:
     """Cost of one heartbeat (µs of the whole system per heartbeat, 1 / rate) as the groups held grow."""
@@ -93,8 +97,10 @@ def heartbeat_scaling(
     for size in sizes:
         results[size] = best_of(
             _systems(peer, **NO_INITIAL_DELAY),
-            lambda _n, b, size=size: asyncio.run(heartbeat_cost(b, size, members, active_groups, seconds)), figure, rounds)
-    table = Table(title=f"per-heartbeat cost, {members} members beating in {active_groups} groups, best of {rounds}")
+            lambda _n, b, size=size: asyncio.run(heartbeat_cost(b, size, members, active_groups, seconds, processes)),
+            figure, rounds)
+    table = Table(title=f"per-heartbeat cost, {members} members beating in {active_groups} groups, "
+                        f"{processes} client process(es), best of {rounds}")
     table.add_column("groups held", justify="right")
     names = list(results[sizes[0]])
     for n in names:
@@ -117,6 +123,7 @@ def rebalance(
     sizes: str = typer.Option("10,100,1000", help="group sizes, comma-separated"),
     peer: str = typer.Option("none", "--peer", help="none, tansu (the responder forms no real groups)"),
     rounds: int = typer.Option(1, "--rounds", help="runs per system, alternating; the best is kept"),
+    processes: int = PROCESSES,
     json_out: Path | None = JSON,
 ) -> None:
     """Time from the last JoinGroup of a rebalance to every member Stable, by group size (initial delay 0)."""
@@ -126,10 +133,11 @@ def rebalance(
     figures = [Figure(f"ms_{n}", f"{n} members: ms after the last join", higher_is_better=False, unit=" ms") for n in counts]
 
     def workload(_name: str, bootstrap: str) -> dict[str, float]:
-        return {f"ms_{n}": asyncio.run(rebalance_time(bootstrap, n)) for n in counts}
+        return {f"ms_{n}": asyncio.run(rebalance_time(bootstrap, n, processes)) for n in counts}
 
     results = best_of(_systems(peer, **NO_INITIAL_DELAY), workload, figures, rounds)
-    report(f"rebalance time after the last JoinGroup (one member joins a Stable group), best of {rounds}",
+    report(f"rebalance time after the last JoinGroup (one member joins a Stable group), {processes} client process(es), "
+           f"best of {rounds}",
            results, figures, json_out)
 
 

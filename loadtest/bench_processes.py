@@ -1,0 +1,229 @@
+"""Light members run in one client process or spread over several, behind one interface (a fleet).
+
+One Python process drives about 10,000 requests/s of light members before the client, not the
+broker, is the limit. A `ProcessFleet` runs the members in N spawned processes, each its own event
+loop and Crowd, steered over a pipe: start these members, are they Stable, how many answers of an
+API came in this window, the times of these observations. Rates are summed from one shared
+wall-clock window; timestamps are wall-clock milliseconds, comparable across the processes of one
+machine. A `LocalFleet` is the same interface over a Crowd in this process (`--processes 1`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from loadtest.drivers.crowd import Crowd
+from loadtest.members.classic import ClassicConfig, ClassicMember, ClassicState
+from loadtest.members.machine import parse_bootstrap
+
+TOPIC = "bench-groups"
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A light classic member to run: `process` picks which client process holds it."""
+
+    name: str
+    group: str
+    process: int = 0
+    pool: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def build(self, bootstrap: str) -> ClassicMember:
+        settings = {"session_timeout_ms": 30_000, "fetch": False, **self.config}
+        return ClassicMember(self.name, parse_bootstrap(bootstrap), ClassicConfig(self.group, [TOPIC], **settings),
+                             pool=self.pool)
+
+
+@dataclass(frozen=True)
+class Status:
+    members: int
+    stable: int  # Stable with a position for every partition assigned
+    min_generation: int
+    max_generation: int
+
+    @staticmethod
+    def merge(parts: list["Status"]) -> "Status":
+        present = [p for p in parts if p.members]
+        return Status(sum(p.members for p in parts), sum(p.stable for p in parts),
+                      min((p.min_generation for p in present), default=-1), max((p.max_generation for p in present), default=-1))
+
+
+def _settled(m: ClassicMember) -> bool:
+    return m.state is ClassicState.STABLE and len(m.positions) == sum(len(ps) for ps in m.assignment.values())
+
+
+class Members:
+    """The members of one process and the questions a fleet asks about them."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self.crowd = Crowd()
+        self.by_name: dict[str, ClassicMember] = {}
+
+    def start(self, specs: list[Spec]) -> None:
+        members = [s.build(self.bootstrap) for s in specs]
+        self.by_name.update((m.name, m) for m in members)
+        self.crowd.start(members)
+
+    def status(self) -> Status:
+        members = list(self.by_name.values())
+        generations = [m.generation for m in members]
+        return Status(len(members), sum(_settled(m) for m in members), min(generations, default=-1),
+                      max(generations, default=-1))
+
+    def count(self, api: str, since_ms: float, until_ms: float) -> int:
+        return sum(1 for r in self.crowd.where("response", since_ms, api=api, error="NONE") if r["time"] <= until_ms)
+
+    def times(self, kind: str, since_ms: float, equal: dict[str, Any]) -> list[float]:
+        return [r["time"] for r in self.crowd.where(kind, since_ms, **equal)]
+
+    async def stop(self, names: list[str] | None) -> None:
+        if names is None:
+            await self.crowd.stop()
+            self.by_name.clear()
+            return
+        await self.crowd.stop([self.by_name.pop(n) for n in names if n in self.by_name])
+
+
+class LocalFleet:
+    """Every member in this process."""
+
+    processes = 1
+
+    def __init__(self, bootstrap: str) -> None:
+        self.here = Members(bootstrap)
+        self.crowd = self.here.crowd
+
+    async def start(self, specs: list[Spec]) -> None:
+        self.here.start(specs)
+
+    async def status(self) -> Status:
+        return self.here.status()
+
+    async def count(self, api: str, since_ms: float, until_ms: float) -> int:
+        return self.here.count(api, since_ms, until_ms)
+
+    async def times(self, kind: str, since_ms: float, **equal: Any) -> list[float]:
+        return self.here.times(kind, since_ms, equal)
+
+    async def stop(self, names: list[str] | None = None) -> None:
+        await self.here.stop(names)
+
+    async def close(self) -> None:
+        await self.here.stop(None)
+
+
+class ProcessFleet:
+    """Members in `processes` spawned client processes; a Spec's `process` (mod N) places it."""
+
+    def __init__(self, bootstrap: str, processes: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.processes = processes
+        self.crowd = Crowd()  # this process's own requests (CreateTopics), no members
+        self._pipes = []
+        self._children = []
+        for _ in range(processes):
+            mine, theirs = context.Pipe()
+            child = context.Process(target=_child, args=(theirs, bootstrap), daemon=True)
+            child.start()
+            theirs.close()
+            self._pipes.append(mine)
+            self._children.append(child)
+        self._lock = [asyncio.Lock() for _ in range(processes)]
+
+    async def _ask(self, i: int, *command: Any) -> Any:
+        async with self._lock[i]:
+            self._pipes[i].send(command)
+            ok, value = await asyncio.to_thread(self._pipes[i].recv)
+        if not ok:
+            raise RuntimeError(f"client process {i}: {value}")
+        return value
+
+    async def _all(self, *command: Any) -> list[Any]:
+        return list(await asyncio.gather(*(self._ask(i, *command) for i in range(self.processes))))
+
+    async def start(self, specs: list[Spec]) -> None:
+        parts: list[list[Spec]] = [[] for _ in range(self.processes)]
+        for spec in specs:
+            parts[spec.process % self.processes].append(spec)
+        await asyncio.gather(*(self._ask(i, "start", part) for i, part in enumerate(parts) if part))
+
+    async def status(self) -> Status:
+        return Status.merge(await self._all("status"))
+
+    async def count(self, api: str, since_ms: float, until_ms: float) -> int:
+        return sum(await self._all("count", api, since_ms, until_ms))
+
+    async def times(self, kind: str, since_ms: float, **equal: Any) -> list[float]:
+        return [t for part in await self._all("times", kind, since_ms, equal) for t in part]
+
+    async def stop(self, names: list[str] | None = None) -> None:
+        await self._all("stop", names)
+
+    async def close(self) -> None:
+        try:
+            await self._all("close")
+        finally:
+            for pipe in self._pipes:
+                pipe.close()
+            for child in self._children:
+                child.join(10)
+                if child.is_alive():
+                    child.kill()
+            await self.crowd.driver.close()
+
+
+def fleet(bootstrap: str, processes: int) -> LocalFleet | ProcessFleet:
+    return LocalFleet(bootstrap) if processes <= 1 else ProcessFleet(bootstrap, processes)
+
+
+async def until_settled(f: LocalFleet | ProcessFleet, timeout_s: float, one_group: bool = False,
+                        newer_than: int = -1, poll_s: float = 0.02) -> Status:
+    """Wait until every member is Stable with a position for each partition it owns; members of
+    `one_group` also in one generation, newer than `newer_than`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        s = await f.status()
+        if s.stable == s.members and (not one_group or s.max_generation == s.min_generation > newer_than):
+            return s
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the members did not all reach Stable ({s.stable} of {s.members})")
+        await asyncio.sleep(poll_s)
+
+
+def _child(pipe: Any, bootstrap: str) -> None:
+    asyncio.run(_serve(pipe, bootstrap))  # the loop `--processes 1` runs on: the same client per process
+
+
+async def _serve(pipe: Any, bootstrap: str) -> None:
+    """One client process: answer the fleet's commands while the members run on this loop."""
+    here = Members(bootstrap)
+    inbox: asyncio.Queue = asyncio.Queue()
+    loop = asyncio.get_running_loop()
+    loop.add_reader(pipe.fileno(), lambda: inbox.put_nowait(pipe.recv()))
+    while True:
+        command, *args = await inbox.get()
+        try:
+            if command == "start":
+                result: Any = here.start(args[0])
+            elif command == "status":
+                result = here.status()
+            elif command == "count":
+                result = here.count(*args)
+            elif command == "times":
+                result = here.times(*args)
+            elif command in ("stop", "close"):
+                result = await here.stop(args[0] if args else None)
+            else:
+                raise ValueError(f"unknown command {command!r}")
+            pipe.send((True, result))
+        except Exception as exc:  # noqa: BLE001 - the fleet raises it in the parent
+            pipe.send((False, repr(exc)))
+        if command == "close":
+            loop.remove_reader(pipe.fileno())
+            return
