@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import ray
@@ -133,6 +133,7 @@ class PartitionLeaderClient:
         spec: ShareFetchSpec,
         parts: Sequence[SharePartitionCall],
         in_flight: dict[Any, tuple[str, str]] | None = None,
+        closed: Callable[[], bool] | None = None,
     ) -> dict[int, tuple[ShareOutcome, int]]:
         """Acknowledge and fetch on every leader concerned: part index -> (outcome, routed leader
         epoch, -1 when the partition had no leader), leaderless parts first, then per leader.
@@ -142,6 +143,7 @@ class PartitionLeaderClient:
         must reach the client. Each call is entered in `in_flight` (call -> (actor, wake key)) until
         it is back, so a session that ends can wake it (share_wake) and wait for it; and the wait
         here is shielded, so calls whose client went away still finish and are accounted for.
+        Once `closed()` (the session ended meanwhile) no further call acquires for it.
         """
         results: dict[int, tuple[ShareOutcome, int]] = {}
         per_actor: dict[str, list[tuple[int, Any]]] = {}
@@ -181,7 +183,8 @@ class PartitionLeaderClient:
                     if handle is not None:
                         handle.share_wake.remote([wake_key])
         answers = {actor: calls[actor][2].result() for actor in per_actor}
-        await self._hand_on(spec, per_actor, budgets, answers, in_flight)
+        if closed is None or not closed():
+            await self._hand_on(spec, per_actor, budgets, answers, in_flight)
 
         stale = False
         for actor, entries in per_actor.items():

@@ -53,6 +53,9 @@ class ShareSession:
     requests: int = 0  # rotates which partition is served first
     # The gateway's pending leader calls for it: task -> (actor name, wake key).
     in_flight: dict[Any, tuple[str, str]] = field(default_factory=dict)
+    # Out of the cache (closed, replaced, its connection gone): its calls start no further
+    # acquisitions, since the release that follows may already have run at the leader.
+    closed: bool = False
 
     @property
     def key(self) -> tuple[str, str]:
@@ -104,6 +107,8 @@ class ShareSessionCache:
                     ErrorCode.share_session_limit_reached,
                     f"this broker holds group.share.max.share.sessions={self.max_sessions} share sessions",
                 )
+            if replaced is not None:
+                replaced.closed = True
             session = ShareSession(group_id, member_id, next_epoch(INITIAL_EPOCH), connection_id)
             session.partitions.update(dict.fromkeys(added))
             self.sessions[key] = session
@@ -114,6 +119,7 @@ class ShareSessionCache:
             raise SessionError(ErrorCode.share_session_not_found, f"no share session for member {member_id}")
         if epoch == FINAL_EPOCH:
             del self.sessions[key]  # partitions named in a final fetch are ignored, as in Kafka
+            session.closed = True
             return session, True
         if epoch != session.epoch:
             raise SessionError(
@@ -139,6 +145,7 @@ class ShareSessionCache:
             raise SessionError(ErrorCode.share_session_not_found, f"no share session for member {member_id}")
         if epoch == FINAL_EPOCH:
             del self.sessions[key]
+            session.closed = True
             return session
         if epoch != session.epoch:
             raise SessionError(
@@ -160,4 +167,5 @@ class ShareSessionCache:
         gone = [s for s in self.sessions.values() if s.connection_id == connection_id]
         for session in gone:
             del self.sessions[session.key]
+            session.closed = True
         return gone

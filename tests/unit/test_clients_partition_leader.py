@@ -278,3 +278,12 @@ def test_a_leader_left_without_a_share_of_a_small_budget_does_not_long_poll():
     assert acquired_of(answers) == {0: 1, 1: 0}
     (call,) = b.share_fetch.calls[0]
     assert (call.max_records, call.max_wait_ms) == (0, 0)
+
+
+def test_no_budget_is_handed_on_once_the_session_has_ended():
+    a, b = BudgetActor({0: 1000, 2: 1000}), BudgetActor({3: 10})
+    router = FakeRouter({("t", p): ("ab"[p % 2], 1) for p in range(4)}, {"a": a, "b": b})
+    spec = ShareFetchSpec("g", "m", gateway=7, max_wait_ms=0, max_records=100)
+    answers = asyncio.run(PartitionLeaderClient(router).share_fetch(spec, share_parts(0, 1, 2, 3), closed=lambda: True))
+    assert acquired_of(answers) == {0: 50, 1: 0, 2: 0, 3: 10}
+    assert len(a.share_fetch.calls) == 1  # its release may have run at the leader already

@@ -33,8 +33,9 @@ class FakePartitions:
         self.poll = poll  # when given, share_fetch stays in flight until it is set
         self.calls: list[tuple] = []
 
-    async def share_fetch(self, spec, parts, in_flight=None):
+    async def share_fetch(self, spec, parts, in_flight=None, closed=None):
         self.calls.append(("fetch", spec, list(parts)))
+        self.closed = closed
         if self.poll is not None:
             task = asyncio.current_task()
             in_flight[task] = ("a", "7:1")
@@ -154,3 +155,13 @@ def test_a_closed_connection_wakes_the_sessions_long_poll_and_releases_after_it_
     asyncio.run(main())
     assert [c[0] for c in partitions.calls] == ["fetch", "wake", "release", "evict"]
     assert partitions.calls[1] == ("wake", "a", ["7:1"])
+
+
+def test_the_leaders_are_told_when_the_session_has_ended_meanwhile():
+    partitions = FakePartitions()
+    gw = _gateway(partitions)
+    asyncio.run(share_fetch.share_fetch(gw, _fetch(0, [_topic(TOPIC.topic_id, 0)])))
+    (session,) = gw.share_sessions.sessions.values()
+    assert partitions.closed() is False
+    gw.share_sessions.disconnected(0)
+    assert partitions.closed() is True and session.closed

@@ -79,3 +79,17 @@ def test_rotation_moves_the_first_partition_each_request():
 def test_malformed_acknowledgements(batches, ok):
     problem = invalid_acknowledgements(tuple(AcknowledgementBatch(*b) for b in batches))
     assert (problem is None) == ok
+
+
+def test_a_session_out_of_the_cache_is_marked_closed_whichever_way_it_left():
+    cache = ShareSessionCache(10)
+    first, _ = cache.fetch("g", "m", 0, 1)
+    replacing, _ = cache.fetch("g", "m", 0, 1)
+    assert first.closed and not replacing.closed
+    final, _ = cache.fetch("g", "m", -1, 1)
+    assert final is replacing and final.closed
+    acked, _ = cache.fetch("g", "a", 0, 1)
+    assert cache.acknowledge("g", "a", -1, 1).closed and acked.closed
+    gone, _ = cache.fetch("g", "b", 0, 2)
+    cache.disconnected(2)
+    assert gone.closed

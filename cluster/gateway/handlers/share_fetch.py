@@ -257,7 +257,8 @@ async def call_leaders(
         max_bytes=max_bytes,
         max_records=max_records,
     )
-    answers = await gw.partitions.share_fetch(spec, [part for _, part in parts], session.in_flight)
+    answers = await gw.partitions.share_fetch(
+        spec, [part for _, part in parts], session.in_flight, closed=lambda: session.closed)
     for i, (out, epoch) in answers.items():
         key = parts[i][0]
         if key in rejected:
