@@ -1,9 +1,11 @@
-"""The keys and values of an uncompressed batch as memoryview slices: the replay path's reader.
+"""The keys and values of an uncompressed batch, as bytes: the replay path's reader.
 
-kio's reader builds a record object per record (with a datetime for its timestamp) that replay
-throws away; replay only needs each key and value, handed to the codec without a copy. The CRC is
-not checked here: PartitionLog.batches() checks every batch open() did not (issue 12: one pass).
-A batch this reader does not expect (compressed, control) goes through kio's reader as before.
+Replay needs only each record's key and value (no record objects, no datetimes). Where aiokafka's
+compiled record reader is installed (a Cython DefaultRecordBatch; issue 12: 8x the pure-Python
+reader, which was half of replay's profile) it reads them; elsewhere the Python reader below does,
+with the same results (tests/unit/test_batch_records.py). The CRC is not checked here:
+PartitionLog.batches() checks every batch open() did not (one pass). A batch neither reader
+expects (compressed, control) goes through kio's reader as before.
 """
 
 from __future__ import annotations
@@ -12,13 +14,39 @@ from collections.abc import Callable
 
 from cluster.recordbatch import HEADER_SIZE, decode_records
 
-KeyValue = tuple[memoryview | None, memoryview | None]
+KeyValue = tuple[bytes | None, bytes | None]
+Reader = Callable[[bytes], list[KeyValue]]
 
 _NOT_PLAIN = 0x07 | 0x20  # compression codec bits, control batch
 
 
 class RecordsCorrupt(ValueError):
     """The records do not fit the batch their header describes."""
+
+
+def key_values(batch: bytes | bytearray | memoryview) -> list[KeyValue]:
+    data = batch if isinstance(batch, bytes) else bytes(batch)
+    if data[22] & _NOT_PLAIN:  # the low byte of the big-endian attributes (bytes 21-22)
+        return [(k, v) for _, k, v in decode_records(data)]
+    return (_plain or _choose())(data)
+
+
+def reader() -> Callable[[bytes | bytearray | memoryview], list[KeyValue]]:
+    """key_values, with its plain-batch reader chosen now (the runtime's LogDisk asks when built, so
+    that the first load does not pay aiokafka's import)."""
+    if _plain is None:
+        _choose()
+    return key_values
+
+
+def compiled_key_values(data: bytes) -> list[KeyValue]:
+    """A plain batch's records through aiokafka's compiled reader (only where compiled_reader() found it)."""
+    if _Compiled is None:
+        _choose()
+    try:
+        return [(r.key, r.value) for r in _Compiled(data)]
+    except _COMPILED_ERRORS as exc:
+        raise RecordsCorrupt(f"records do not fit their batch: {exc}") from exc
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -35,19 +63,15 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
             raise RecordsCorrupt("varint longer than 10 bytes")
 
 
-def key_values(batch: bytes | bytearray | memoryview) -> list[KeyValue]:
-    # Index the bytes (faster than a memoryview's items), slice the view (no copy).
-    data = batch if isinstance(batch, bytes) else bytes(batch)
-    view = memoryview(data)
-    if data[22] & _NOT_PLAIN:  # the low byte of the big-endian attributes (bytes 21-22)
-        return [(_view(k), _view(v)) for _, k, v in decode_records(data)]
+def python_key_values(data: bytes) -> list[KeyValue]:
+    """A plain batch's records in Python: the reader where no compiled one is installed."""
     size = 12 + int.from_bytes(data[8:12], "big", signed=True)
     count = int.from_bytes(data[57:61], "big", signed=True)
     varint: Callable[[bytes, int], tuple[int, int]] = _varint
     out: list[KeyValue] = []
     append = out.append
     pos = HEADER_SIZE
-    # Varints of one byte (below 64 after zigzag) are read inline: most lengths and deltas are.
+    # Varints of one byte (below 64 after zigzag) are read inline: most deltas are, and short lengths.
     try:
         for _ in range(count):
             b = data[pos]
@@ -71,7 +95,7 @@ def key_values(batch: bytes | bytearray | memoryview) -> list[KeyValue]:
                 klen, p = varint(data, p + 1)
             key = None
             if klen >= 0:
-                key, p = view[p : p + klen], p + klen
+                key, p = data[p : p + klen], p + klen
             b = data[p]
             if b < 0x80:
                 vlen, p = (b >> 1) ^ -(b & 1), p + 1
@@ -79,7 +103,7 @@ def key_values(batch: bytes | bytearray | memoryview) -> list[KeyValue]:
                 vlen, p = varint(data, p)
             value = None
             if vlen >= 0:
-                value, p = view[p : p + vlen], p + vlen
+                value, p = data[p : p + vlen], p + vlen
             if p > end:
                 raise RecordsCorrupt(f"record at byte {pos} is shorter than its fields")
             append((key, value))
@@ -91,5 +115,36 @@ def key_values(batch: bytes | bytearray | memoryview) -> list[KeyValue]:
     return out
 
 
-def _view(data: bytes | None) -> memoryview | None:
-    return None if data is None else memoryview(data)
+def compiled_reader() -> type | None:
+    """aiokafka's compiled DefaultRecordBatch, or None where it is not installed or not compiled.
+
+    Imported straight from its extension module: aiokafka's own selection would hand back its
+    pure-Python reader (slower than ours) where the extension is missing or disabled.
+    """
+    try:
+        from aiokafka.record._crecords.default_records import DefaultRecordBatch
+    except ImportError:
+        return None
+    return DefaultRecordBatch
+
+
+def _compiled_errors() -> tuple[type[BaseException], ...]:
+    try:
+        from aiokafka.errors import KafkaError
+    except ImportError:
+        return (ValueError,)
+    return (KafkaError, ValueError, IndexError)
+
+
+# Chosen by reader() or the first replay rather than at import: importing aiokafka takes 0.05-0.2 s,
+# which every process importing the runtime (the CLI too) would pay.
+_plain: Reader | None = None
+_Compiled: type | None = None
+_COMPILED_ERRORS: tuple[type[BaseException], ...] = ()
+
+
+def _choose() -> Reader:
+    global _plain, _Compiled, _COMPILED_ERRORS
+    _Compiled, _COMPILED_ERRORS = compiled_reader(), _compiled_errors()
+    _plain = compiled_key_values if _Compiled is not None else python_key_values
+    return _plain
