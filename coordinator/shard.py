@@ -7,7 +7,7 @@ exactly as it does when a partition is loaded after a failover. Timer expiries a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from coordinator import admin
@@ -237,23 +237,50 @@ class GroupCoordinatorShard:
     # -- replay (the only code that changes state) -------------------------------------------------
 
     def replay(self, record: Record) -> None:
-        key = record.key
-        # Before the first change to a group in a batch: its group and offsets, to put back if the
-        # batch's write fails. Every record names one group, and changes only that group's state.
-        group_id = key.group_id
-        self.touched.save(group_id, lambda: (_copy_group(self.groups.get(group_id)), dict(self.offsets.get(group_id, {}))))
-        if isinstance(key, OffsetCommitKey):
-            committed = self.offsets.setdefault(key.group_id, {})
-            if record.value is None:
+        self.replay_all((record,))
+
+    def replay_all(self, records: Iterable[Record]) -> None:
+        """replay() of each record in order; loading calls it once per log batch (issue 12).
+
+        OffsetCommit, most of a log, is applied inline. Before the first change to a group in a
+        batch: its group and offsets, to put back if the batch's write fails. Every record names one
+        group, and changes only that group's state. Within a run of one group's OffsetCommits only
+        the first save can keep anything, and nothing else changes that group's entries, so the
+        run looks them up once.
+        """
+        offsets, groups, touched = self.offsets, self.groups, self.touched
+        current = committed = None
+        grouped = False
+        for record in records:
+            key = record.key
+            if type(key) is not OffsetCommitKey:
+                self._replay_group_record(record)
+                current = None
+                continue
+            group_id = key.group_id
+            if group_id != current:
+                touched.save(group_id, lambda g=group_id: (_copy_group(groups.get(g)), dict(offsets.get(g, {}))))
+                current, committed, grouped = group_id, offsets.get(group_id), group_id in groups
+            value = record.value
+            if value is not None:
+                if committed is None:
+                    committed = offsets[group_id] = {}
+                committed[(key.topic, key.partition)] = value
+                if not grouped:
+                    # Offsets without group metadata: a simple group (Kafka creates it on replay too).
+                    groups[group_id] = ClassicGroup(group_id, state_timestamp=value.commit_timestamp)
+                    grouped = True
+            elif committed is not None:
                 committed.pop((key.topic, key.partition), None)
                 if not committed:
-                    del self.offsets[key.group_id]
-            else:
-                committed[(key.topic, key.partition)] = record.value
-                if key.group_id not in self.groups:
-                    # Offsets without group metadata: a simple group (Kafka creates it on replay too).
-                    self.groups[key.group_id] = ClassicGroup(key.group_id, state_timestamp=record.value.commit_timestamp)
-        elif isinstance(key, GroupMetadataKey):
+                    del offsets[group_id]
+                    committed = None
+
+    def _replay_group_record(self, record: Record) -> None:
+        key = record.key
+        group_id = key.group_id
+        self.touched.save(group_id, lambda: (_copy_group(self.groups.get(group_id)), dict(self.offsets.get(group_id, {}))))
+        if isinstance(key, GroupMetadataKey):
             if record.value is None:
                 self.groups.pop(key.group_id, None)
             else:

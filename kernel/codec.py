@@ -52,6 +52,7 @@ class CorruptRecord(ValueError):
 Buffer = bytes | bytearray | memoryview
 
 _ENCODER = msgspec.msgpack.Encoder(uuid_format="bytes")
+_NO_KEY_STARTS_WITH = b"\xc1"  # the one byte msgpack never uses
 _ANY = msgspec.msgpack.Decoder()
 
 
@@ -67,7 +68,7 @@ class _Body:
     """A dataclass as the body of a msgpack map (no header) that starts with fixed entries."""
 
     def __init__(self, cls: type, fixed: dict[str, Any]) -> None:
-        count = len(dataclasses.fields(cls))
+        count = len(_field_names(cls))
         self.head = _map_header(count + len(fixed)) + _entries(fixed)
         self.skip = 1 if count < 16 else 3
         self.decoder = msgspec.msgpack.Decoder(cls)
@@ -155,6 +156,34 @@ class RecordCodec:
         except msgspec.DecodeError as exc:
             raise CorruptRecord(f"{self.family}: {rtype.name}: {exc}") from exc
 
+    def decode_all(self, pairs: Iterable[tuple[bytes, bytes | None]]) -> list[Record]:
+        """decode() of each (key, value) of a log batch, keys as bytes (the batch reader's).
+
+        Replay's path (issue 12): a batch is mostly one record type, so a key that starts with the
+        previous record's type header (its map header, "type" and "version" entries, fixed per
+        type) reuses that type's decoders; any other key takes decode() and sets the type.
+        """
+        out: list[Record] = []
+        append = out.append
+        head = _NO_KEY_STARTS_WITH
+        decode_key = decode_value = None
+        rtype: _RecordType | None = None
+        try:
+            for key, value in pairs:
+                if key.startswith(head):
+                    append(Record(decode_key(key), None if value is None else decode_value(value)))
+                    continue
+                record = self.decode(key, value)
+                append(record)
+                rtype = self._by_key_cls[type(record.key)]
+                # A type without values keeps decode(), which refuses a value it cannot carry.
+                head = rtype.key.head if rtype.value is not None else _NO_KEY_STARTS_WITH
+                decode_key = rtype.key.decoder.decode
+                decode_value = rtype.value.decoder.decode if rtype.value is not None else None
+        except msgspec.DecodeError as exc:
+            raise CorruptRecord(f"{self.family}: {rtype.name if rtype else '?'}: {exc}") from exc
+        return out
+
     def _tagged(self, key: Buffer) -> _RecordType | None:
         """The fast path: the type read from the bytes of the key's first entry."""
         try:
@@ -192,18 +221,30 @@ class RecordCodec:
 # -- the reflective encoding, for record types holding sets (sorted, as they always were) -----
 
 
+def _field_names(cls: Any) -> tuple[str, ...]:
+    """A record class's fields in order: a dataclass's, or a msgspec Struct's (the record types
+    replay builds most of are Structs: decoded faster, and left alone by the garbage collector)."""
+    if isinstance(cls, msgspec.Struct) or (isinstance(cls, type) and issubclass(cls, msgspec.Struct)):
+        return cls.__struct_fields__
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def _is_record_class(tp: Any) -> bool:
+    return dataclasses.is_dataclass(tp) or (isinstance(tp, type) and issubclass(tp, msgspec.Struct))
+
+
 def _has_set(tp: Any, seen: frozenset = frozenset()) -> bool:
     origin = typing.get_origin(tp)
     if origin in (set, frozenset) or tp in (set, frozenset):
         return True
-    if dataclasses.is_dataclass(tp) and tp not in seen:
+    if _is_record_class(tp) and tp not in seen:
         hints = typing.get_type_hints(tp)
-        return any(_has_set(hints[f.name], seen | {tp}) for f in dataclasses.fields(tp))
+        return any(_has_set(hints[name], seen | {tp}) for name in _field_names(tp))
     return any(_has_set(arg, seen) for arg in typing.get_args(tp))
 
 
 def _fields(obj: Any) -> dict[str, Any]:
-    return {f.name: to_primitive(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    return {name: to_primitive(getattr(obj, name)) for name in _field_names(obj)}
 
 
 def to_primitive(value: Any) -> Any:
@@ -211,7 +252,7 @@ def to_primitive(value: Any) -> Any:
         return value
     if isinstance(value, UUID):
         return value.bytes
-    if dataclasses.is_dataclass(value):
+    if dataclasses.is_dataclass(value) or isinstance(value, msgspec.Struct):
         return _fields(value)
     if isinstance(value, (list, tuple)):
         return [to_primitive(v) for v in value]

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from kernel.codec import Record, RecordCodec
 
 
@@ -46,15 +48,17 @@ class GroupMetadataValue:
     members: tuple[MemberMetadata, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetCommitKey:
+# OffsetCommit is most of a `__consumer_offsets` log, so its key and value are msgspec Structs rather
+# than dataclasses (issue 12): decoded in half the time, and, holding only scalars, never tracked by
+# the garbage collector, whose passes over every stored offset took half of replay. Same fields,
+# equality, hash, pickling and bytes on the log (tests/unit/test_records_golden.py).
+class OffsetCommitKey(msgspec.Struct, frozen=True, gc=False):
     group_id: str
     topic: str
     partition: int
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetCommitValue:
+class OffsetCommitValue(msgspec.Struct, frozen=True, gc=False):
     offset: int
     leader_epoch: int
     metadata: str

@@ -1,5 +1,7 @@
 """The reflective codec as it was before issue 12 (kept verbatim as the reference the typed codec must
-match byte for byte, and to write logs "with today's code" in tests)."""
+match byte for byte, and to write logs "with today's code" in tests), except that it reads the
+record classes now written as msgspec Structs (OffsetCommit's) the way it read the dataclasses they
+replaced: fields in order."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,6 +15,7 @@ from typing import Any
 from uuid import UUID
 
 import msgpack
+import msgspec
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +100,18 @@ class RecordCodec:
 # -- dataclass <-> msgpack-able primitives, driven by the dataclasses' type hints -------------
 
 
+def _names(cls: Any) -> list[str]:
+    if isinstance(cls, msgspec.Struct) or (isinstance(cls, type) and issubclass(cls, msgspec.Struct)):
+        return list(cls.__struct_fields__)
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def _is_record(tp: Any) -> bool:
+    return dataclasses.is_dataclass(tp) or isinstance(tp, msgspec.Struct) or (isinstance(tp, type) and issubclass(tp, msgspec.Struct))
+
+
 def _fields(obj: Any) -> dict[str, Any]:
-    return {f.name: to_primitive(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    return {name: to_primitive(getattr(obj, name)) for name in _names(obj)}
 
 
 def to_primitive(value: Any) -> Any:
@@ -108,7 +121,7 @@ def to_primitive(value: Any) -> Any:
         return value.value
     if isinstance(value, UUID):
         return value.bytes
-    if dataclasses.is_dataclass(value):
+    if _is_record(value):
         return _fields(value)
     if isinstance(value, (list, tuple)):
         return [to_primitive(v) for v in value]
@@ -148,12 +161,12 @@ def from_primitive(tp: Any, data: Any) -> Any:
         k_tp, v_tp = typing.get_args(tp)
         return {from_primitive(k_tp, k): from_primitive(v_tp, v) for k, v in data.items()}
     if isinstance(tp, type):
-        if dataclasses.is_dataclass(tp):
+        if _is_record(tp):
             hints = _hints(tp)
             kwargs = {}
-            for f in dataclasses.fields(tp):
-                if f.name in data:
-                    kwargs[f.name] = from_primitive(hints[f.name], data[f.name])
+            for name in _names(tp):
+                if name in data:
+                    kwargs[name] = from_primitive(hints[name], data[name])
             return tp(**kwargs)
         if issubclass(tp, enum.Enum):
             return tp(data)

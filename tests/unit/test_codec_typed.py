@@ -9,6 +9,7 @@ import typing
 import uuid
 
 import msgpack
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -32,9 +33,10 @@ def strategy(tp: typing.Any) -> st.SearchStrategy:
         return st.tuples(*(strategy(a) for a in args))
     if origin is dict:
         return st.dictionaries(strategy(args[0]), strategy(args[1]), max_size=3)
-    if dataclasses.is_dataclass(tp):
+    if dataclasses.is_dataclass(tp) or (isinstance(tp, type) and issubclass(tp, msgspec.Struct)):
         hints = typing.get_type_hints(tp)
-        return st.builds(tp, **{f.name: strategy(hints[f.name]) for f in dataclasses.fields(tp)})
+        names = tp.__struct_fields__ if issubclass(tp, msgspec.Struct) else [f.name for f in dataclasses.fields(tp)]
+        return st.builds(tp, **{name: strategy(hints[name]) for name in names})
     simple = {int: INT, str: st.text(max_size=40), bytes: st.binary(max_size=40), bool: st.booleans(),
               uuid.UUID: st.uuids()}
     return simple[tp]
