@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,15 +136,33 @@ class CoordinatorHost:
             return _as_error(exc)
 
     def _submit(self, topic: str, operations: dict[str, str], item: Item) -> asyncio.Future:
+        started = self.start(topic, operations, item)
+        if isinstance(started, CoordinatorError):
+            future = asyncio.get_running_loop().create_future()
+            future.set_result(started)
+            return future
+        return started
+
+    def start(self, topic: str, operations: dict[str, str], item: Item) -> asyncio.Future | CoordinatorError:
+        """Queue one operation: its future (read it with `outcome`), or why it could not start."""
         op, partition, epoch, request = item
         tp = (topic, partition)
         method = operations[op]
         try:
             return self.runtime.submit(tp, epoch, lambda token: getattr(self.runtime.shard(tp), method)(request, token))
         except _RUNTIME_ERRORS as exc:
-            future = asyncio.get_running_loop().create_future()
-            future.set_result(_as_error(exc))
-            return future
+            return _as_error(exc)
+
+    @staticmethod
+    def outcome(future: asyncio.Future) -> Any:
+        """A finished operation's answer as `execute` gives it; an operation's own failure is the
+        exception itself, for the caller to raise."""
+        if future.cancelled():
+            return CoordinatorError(ErrorCode.coordinator_not_available, "cancelled")
+        exc = future.exception()
+        if exc is None:
+            return future.result()
+        return _as_error(exc) if isinstance(exc, _RUNTIME_ERRORS) else exc
 
     async def execute_all(self, topic: str, operations: dict[str, str], items: list[Item]) -> list[Any]:
         # Queued at once, in order, and awaited as futures: no task per operation (a heartbeat's
@@ -158,17 +175,6 @@ class CoordinatorHost:
             elif isinstance(outcome, BaseException):
                 raise outcome  # an operation's own failure fails the call, as it did one by one
         return outcomes
-
-    async def execute_as_answered(
-        self, topic: str, operations: dict[str, str], items: list[Item]
-    ) -> AsyncIterator[list[tuple[int, Any]]]:
-        """Yield (index, outcome) pairs as operations finish: one parked JoinGroup must not hold
-        back the others of its batch."""
-        tasks = {asyncio.ensure_future(self.execute(topic, operations, item)): i for i, item in enumerate(items)}
-        pending = set(tasks)
-        while pending:
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            yield [(tasks[t], t.result()) for t in done]
 
     # -- Fetch and ListOffsets of the internal partitions: the stored batches, as Kafka serves them ---
 

@@ -1,8 +1,9 @@
 """Group coordinator actor: leads partitions of __consumer_offsets (a thin shell over its runtime).
 
 Gateways batch requests per actor per loop tick: `execute` for operations that answer at once
-(heartbeats, commits, offset fetches, share heartbeats, ...), `execute_stream` for those that may
-park (JoinGroup, SyncGroup), whose answers stream back as each completes. Share groups' state is
+(heartbeats, commits, offset fetches, share heartbeats, ...), `execute_parked` for those that may
+park (JoinGroup, SyncGroup), whose answers come back on the gateway's one long-lived channel
+(`answers_stream`, answer_channels.py), those released together in one item. Share groups' state is
 initialized and deleted on the share coordinators through the Persister (share_group_state.py).
 """
 
@@ -21,6 +22,7 @@ from coordinator.config import GroupCoordinatorConfig
 from coordinator.records import CODEC
 from coordinator.shard import GroupCoordinatorShard
 
+from cluster.actors.answer_channels import AnswerChannels
 from cluster.actors.common import ActorKind, setup_logging
 from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorError, CoordinatorHost, Item
 from cluster.config import Config
@@ -91,6 +93,10 @@ class GroupCoordinatorActor(CoordinatorActorBody):
         persister = Persister(self.router, config["share.coordinator.state.topic.num.partitions"])
         self.share_state = ShareGroupState(self.host.runtime, persister)
         self.rebalances = RebalanceWatch()
+        self.channels = AnswerChannels()
+        # Names outlive actors (a restarted coordinator keeps its name): a gateway tells this
+        # actor's answers from its predecessor's by this.
+        self.incarnation = uuid.uuid4().hex
 
     async def update_leadership(self, leadership: Leadership) -> None:
         self.router.update(leadership)
@@ -111,14 +117,30 @@ class GroupCoordinatorActor(CoordinatorActorBody):
                 metrics_registry.inc("offset_commits")
         return outcomes
 
-    async def execute_stream(self, items: list[Item]):
-        for item in items:
+    async def execute_parked(self, items: list[tuple[str, int, Item]]) -> list[Any]:
+        """Start operations that may park; each answers later on its gateway's channel
+        (`answers_stream`) under the ticket it came with. Answered now, per item: this actor's
+        name and incarnation, or why the operation could not start (as `execute` answers it)."""
+        started: list[Any] = []
+        for channel, ticket, item in items:
             if item[0] == "join":
                 self.rebalances.before_join(item[3].group_id, self._group(item))
-        async for answered in self.host.execute_as_answered(CONSUMER_OFFSETS, OPERATIONS, items):
-            for index, _outcome in answered:
-                self._observe(items[index])
-            yield answered
+            future = self.host.start(CONSUMER_OFFSETS, OPERATIONS, item)
+            if isinstance(future, CoordinatorError):
+                started.append(future)
+                continue
+            future.add_done_callback(functools.partial(self._answered, channel, ticket, item))
+            started.append((self.host.name, self.incarnation))
+        return started
+
+    def _answered(self, channel: str, ticket: int, item: Item, future: asyncio.Future) -> None:
+        self._observe(item)
+        self.channels.put(channel, ticket, self.host.outcome(future))
+
+    async def answers_stream(self, channel: str):
+        """The gateway's channel for parked answers: (incarnation, [(ticket, outcome), ...]) items."""
+        async for answers in self.channels.stream(channel, self.incarnation):
+            yield answers
 
     def _group(self, item: Item) -> Any:
         partition = self.host.runtime.partitions.get((CONSUMER_OFFSETS, item[1]))

@@ -35,12 +35,15 @@ from cluster.actors.common import ActorKind
 from cluster.actors.coordinator_host import CoordinatorError
 from cluster.calls import CoordinatorCall, CoordinatorOp, Failed, Listing
 from cluster.clients.failures import ACTOR_GONE
+from cluster.clients.parked_answers import ParkedAnswers
 from cluster.metadata import CONSUMER_OFFSETS
 from cluster.routing import NoLeader
 
 log = logging.getLogger(__name__)
 
 _REMEMBERED_GROUPS = 100_000  # ids whose partition is kept (a few MB at most)
+# A dead actor as a parked answer reports it; not CancelledError, which is the caller's own.
+ACTOR_GONE_RAISED = tuple(e for e in ACTOR_GONE if e is not asyncio.CancelledError)
 
 
 def _not_coordinator(outcome: Any) -> bool:
@@ -53,6 +56,7 @@ class CoordinatorClient:
         self.num_partitions = num_partitions
         self.persister = persister
         self._partitions: dict[str, int] = {}
+        self.parked = ParkedAnswers(router)
 
     def partition_for(self, group_id: str) -> int:
         # Java's string hash is a Python loop over the id's characters, on every request (a
@@ -66,14 +70,47 @@ class CoordinatorClient:
 
     async def call(self, call: CoordinatorCall) -> Any:
         """The outcome of one operation, or Failed."""
-        method = "execute_stream" if call.op.parks else "execute"
         try:
-            outcome = await self.router.call_leader(CONSUMER_OFFSETS, call.partition, method, call.item, _not_coordinator)
+            if call.op.parks:
+                outcome = await self._parked(call)
+            else:
+                outcome = await self.router.call_leader(CONSUMER_OFFSETS, call.partition, "execute", call.item, _not_coordinator)
         except NoLeader as exc:
             return Failed(ErrorCode.coordinator_not_available, str(exc))
         if isinstance(outcome, CoordinatorError):
             return Failed(outcome.error_code, outcome.message)
         return outcome
+
+    async def _parked(self, call: CoordinatorCall) -> Any:
+        """An operation that may park: started with a ticket, answered on the gateway's channel to
+        that coordinator (parked_answers.py). Retried once where a batched call is (the router's
+        rule): the coordinator died meanwhile, or answers that it no longer leads the partition."""
+        for attempt in range(2):
+            ticket, answer = self.parked.expect()
+            try:
+                started = await self.router.call_leader(
+                    CONSUMER_OFFSETS, call.partition, "execute_parked",
+                    lambda epoch: (self.parked.channel_id, ticket, call.item(epoch)), _not_coordinator,
+                )
+                if isinstance(started, CoordinatorError):
+                    return started
+                route = self.router.leader(CONSUMER_OFFSETS, call.partition)
+                self.parked.started(ticket, started[0], started[1])
+                try:
+                    outcome = await answer
+                except ACTOR_GONE_RAISED:
+                    if attempt == 0:
+                        await self.router.refresh()
+                        continue
+                    raise NoLeader(f"coordinator of {CONSUMER_OFFSETS}-{call.partition} is unavailable") from None
+            finally:
+                self.parked.forget(ticket)
+            if _not_coordinator(outcome) and attempt == 0:
+                await self.router.refresh()
+                if self.router.leader(CONSUMER_OFFSETS, call.partition) != route:
+                    continue
+            return outcome
+        raise NoLeader(f"coordinator of {CONSUMER_OFFSETS}-{call.partition} is unavailable")
 
     async def group(self, op: CoordinatorOp, group_id: str, request: Any) -> Any:
         """An operation on the coordinator of group_id."""

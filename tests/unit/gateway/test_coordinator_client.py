@@ -33,10 +33,47 @@ class FakeRouter:
 
     async def call_leader(self, topic, partition, method, make_item, not_leader):
         assert topic == CONSUMER_OFFSETS
-        op, p, epoch, request = make_item(7)
+        item = make_item(7)
+        if method == "execute_parked":  # answered on the channel (FakeChannelHandle), started here
+            _channel, ticket, item = item
+        op, p, epoch, request = item
         assert (p, epoch) == (partition, 7) and isinstance(op, str) and not isinstance(op, Op)
         self.log.append((method, op, partition, request))
-        return self.coordinator(op, partition, request)
+        outcome = self.coordinator(op, partition, request)
+        if method != "execute_parked" or isinstance(outcome, CoordinatorError):
+            return outcome
+        self.parked_handle.owed.append((ticket, outcome))
+        return ("group-coordinator-0", "incarnation-1")
+
+    def leader(self, topic, partition):
+        return ("group-coordinator-0", 7)
+
+    def handle(self, actor):
+        return self.parked_handle
+
+    @property
+    def parked_handle(self):
+        if not hasattr(self, "_parked_handle"):
+            self._parked_handle = FakeChannelHandle()
+        return self._parked_handle
+
+
+class FakeChannelHandle:
+    """A coordinator's answers_stream: everything started so far, one item per wake-up."""
+
+    def __init__(self) -> None:
+        self.owed: list[tuple[int, object]] = []
+        self.answers_stream = SimpleNamespace(options=lambda **_: SimpleNamespace(remote=self._stream))
+
+    async def _stream(self, channel):
+        while True:
+            answers, self.owed = self.owed, []
+            yield _ready(("incarnation-1", answers))
+            await asyncio.sleep(0)
+
+
+async def _ready(value):
+    return value
 
 
 class FakePersister:
@@ -134,12 +171,17 @@ def test_a_call_that_finds_no_coordinator_or_an_error_answers_failed():
     assert asyncio.run(client.group(Op.HEARTBEAT, "g", None)) == Failed(ErrorCode.not_coordinator, "moved")
 
 
-def test_join_and_sync_travel_as_streams_the_rest_as_batches():
-    router = FakeRouter(lambda *_: "ok")
-    client = CoordinatorClient(router, 50)
-    for op in (Op.JOIN, Op.SYNC, Op.HEARTBEAT, Op.COMMIT):
-        asyncio.run(client.group(op, "g", None))
-    assert [entry[0] for entry in router.log] == ["execute_stream", "execute_stream", "execute", "execute"]
+def test_join_and_sync_are_answered_on_the_parked_channel_the_rest_as_batches():
+    router = FakeRouter(lambda op, *_: f"{op} ok")
+
+    async def run():
+        client = CoordinatorClient(router, 50)
+        outcomes = [await client.group(op, "g", None) for op in (Op.JOIN, Op.SYNC, Op.HEARTBEAT, Op.COMMIT)]
+        client.parked.close()
+        return outcomes
+
+    assert asyncio.run(run()) == ["join ok", "sync ok", "heartbeat ok", "commit ok"]
+    assert [entry[0] for entry in router.log] == ["execute_parked", "execute_parked", "execute", "execute"]
 
 
 class Handle:
