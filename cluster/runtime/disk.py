@@ -14,7 +14,7 @@ from kernel.codec import RecordCodec
 
 from cluster.log import LogConfig, LogWriteError, PartitionLog
 from cluster.log import batch_records
-from cluster.runtime.collector_pause import collector_paused
+from cluster.runtime.collector_pause import full_collections_paused
 from cluster.runtime.partition import Partition, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class LogDisk:
         decode_all = self.codec.decode_all
         replay_all = getattr(shard, "replay_all", None)
         replay = shard.replay
-        with collector_paused():
+        with full_collections_paused():
             for batch in partition_log.batches():
                 records = decode_all(key_values(batch))
                 if replay_all is not None:

@@ -1,5 +1,6 @@
-"""collector_paused (cluster/runtime/collector_pause.py): automatic garbage collection is off while any
-replay runs, on again when the last one ends, and left off in a process that turned it off itself."""
+"""full_collections_paused (cluster/runtime/collector_pause.py): the collector's full passes are off while
+any replay runs, the thresholds come back when the last one ends, and thresholds something else set
+meanwhile stay."""
 
 from __future__ import annotations
 
@@ -8,43 +9,46 @@ import threading
 
 import pytest
 
-from cluster.runtime.collector_pause import collector_paused
+from cluster.runtime.collector_pause import full_collections_paused
 
 
 @pytest.fixture(autouse=True)
-def collector_back_on():
+def thresholds_back():
+    before = gc.get_threshold()
     yield
-    gc.enable()
+    gc.set_threshold(*before)
 
 
-def test_nested_replays_on_two_threads_bring_it_back_only_when_the_last_ends():
+def test_nested_replays_on_two_threads_bring_them_back_only_when_the_last_ends():
+    before = gc.get_threshold()
     first_in, second_done = threading.Event(), threading.Event()
-    seen: list[bool] = []
+    seen: list[tuple[int, ...]] = []
 
     def first() -> None:
-        with collector_paused():
+        with full_collections_paused():
             first_in.set()
             second_done.wait(10)
-            seen.append(gc.isenabled())
+            seen.append(gc.get_threshold())
 
     thread = threading.Thread(target=first)
     thread.start()
     assert first_in.wait(10)
-    with collector_paused():
-        assert not gc.isenabled()
+    with full_collections_paused():
+        paused = gc.get_threshold()
+        assert paused[:2] == before[:2] and paused[2] > 1_000_000
     second_done.set()
     thread.join(10)
-    assert seen == [False] and gc.isenabled()
+    assert seen == [paused] and gc.get_threshold() == before and gc.isenabled()
 
 
-def test_it_comes_back_after_a_replay_that_failed():
-    with pytest.raises(ValueError), collector_paused():
+def test_they_come_back_after_a_replay_that_failed():
+    before = gc.get_threshold()
+    with pytest.raises(ValueError), full_collections_paused():
         raise ValueError
-    assert gc.isenabled()
+    assert gc.get_threshold() == before
 
 
-def test_a_process_that_turned_it_off_keeps_it_off():
-    gc.disable()
-    with collector_paused():
-        pass
-    assert not gc.isenabled()
+def test_thresholds_set_by_something_else_meanwhile_stay():
+    with full_collections_paused():
+        gc.set_threshold(500, 5, 5)
+    assert gc.get_threshold() == (500, 5, 5)
