@@ -44,12 +44,16 @@ async def _create_topic(crowd: Crowd, bootstrap: str, partitions: int = 10) -> N
                             "validate_only": False})
 
 
-async def _rate(members: LocalFleet | ProcessFleet, api: str, seconds: float) -> float:
-    """Answers/s of `api` without error over the next `seconds`, from the members' observations."""
+async def _rate(members: LocalFleet | ProcessFleet, api: str, seconds: float) -> tuple[float, float]:
+    """Answers/s of `api` without error over the next `seconds`, from the members' observations, and
+    the client's CPU µs per answer (all its processes): near 1e6 / rate per process, the client is the limit."""
+    cpu = await members.cpu()
     started = time.time() * 1000
     await asyncio.sleep(seconds)
     ended = time.time() * 1000
-    return await members.count(api, started, ended) / seconds
+    cpu = await members.cpu() - cpu
+    answers = await members.count(api, started, ended)
+    return answers / seconds, cpu * 1e6 / answers if answers else float("inf")
 
 
 async def group_request_rates(bootstrap: str, members: int, groups: int, seconds: float,
@@ -64,16 +68,17 @@ async def group_request_rates(bootstrap: str, members: int, groups: int, seconds
                         config={"heartbeat_interval_ms": 0, "commit_interval_ms": 0}) for i in range(members)]
         await f.start(beating)
         await until_settled(f, 120)
-        heartbeat_rps = await _rate(f, "Heartbeat", seconds)
+        heartbeat_rps, heartbeat_client_us = await _rate(f, "Heartbeat", seconds)
         await f.stop([s.name for s in beating])
         committing = [Spec(f"oc-{i}", f"rates-oc-{i % groups}", i % groups,
                            config={"heartbeat_interval_ms": 3_000, "commit_interval_ms": 1}) for i in range(members)]
         await f.start(committing)
         await until_settled(f, 120)
-        commit_rps = await _rate(f, "OffsetCommit", seconds)
+        commit_rps, commit_client_us = await _rate(f, "OffsetCommit", seconds)
     finally:
         await f.close()
-    return {"heartbeat_rps": heartbeat_rps, "commit_rps": commit_rps}
+    return {"heartbeat_rps": heartbeat_rps, "commit_rps": commit_rps, "heartbeat_client_us": heartbeat_client_us,
+            "commit_client_us": commit_client_us}
 
 
 async def heartbeat_cost(bootstrap: str, groups: int, members: int, active_groups: int, seconds: float,
@@ -93,7 +98,7 @@ async def heartbeat_cost(bootstrap: str, groups: int, members: int, active_group
                         config={"heartbeat_interval_ms": 0, "commit_interval_ms": 0}) for i in range(members)]
         await f.start(beating)
         await until_settled(f, 120)
-        rate = await _rate(f, "Heartbeat", seconds)
+        rate, _client_us = await _rate(f, "Heartbeat", seconds)
     finally:
         await f.close()
     return {"heartbeat_rps": rate, "us_per_heartbeat": 1e6 / rate if rate else float("inf")}

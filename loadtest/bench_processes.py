@@ -82,6 +82,11 @@ class Members:
     def times(self, kind: str, since_ms: float, equal: dict[str, Any]) -> list[float]:
         return [r["time"] for r in self.crowd.where(kind, since_ms, **equal)]
 
+    @staticmethod
+    def cpu() -> float:
+        """CPU seconds of the event loop's thread: the members' work, not Ray's threads in a bench process."""
+        return time.thread_time()
+
     async def stop(self, names: list[str] | None) -> None:
         if names is None:
             await self.crowd.stop()
@@ -110,6 +115,9 @@ class LocalFleet:
 
     async def times(self, kind: str, since_ms: float, **equal: Any) -> list[float]:
         return self.here.times(kind, since_ms, equal)
+
+    async def cpu(self) -> float:
+        return self.here.cpu()
 
     async def stop(self, names: list[str] | None = None) -> None:
         await self.here.stop(names)
@@ -161,6 +169,10 @@ class ProcessFleet:
 
     async def times(self, kind: str, since_ms: float, **equal: Any) -> list[float]:
         return [t for part in await self._all("times", kind, since_ms, equal) for t in part]
+
+    async def cpu(self) -> float:
+        """CPU seconds of the client processes' event loops, summed."""
+        return sum(await self._all("cpu"))
 
     async def stop(self, names: list[str] | None = None) -> None:
         await self._all("stop", names)
@@ -217,6 +229,8 @@ async def _serve(pipe: Any, bootstrap: str) -> None:
                 result = here.count(*args)
             elif command == "times":
                 result = here.times(*args)
+            elif command == "cpu":
+                result = here.cpu()
             elif command in ("stop", "close"):
                 result = await here.stop(args[0] if args else None)
             else:

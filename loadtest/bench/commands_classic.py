@@ -70,7 +70,10 @@ def group_requests(
     """Heartbeats/s and OffsetCommits/s from light members in Stable groups, raygroups vs a peer."""
     from loadtest.bench_groups import group_request_rates
 
-    figures = [Figure("heartbeat_rps", "heartbeats/s"), Figure("commit_rps", "OffsetCommits/s")]
+    figures = [Figure("heartbeat_rps", "heartbeats/s"), Figure("commit_rps", "OffsetCommits/s"),
+               # the client's own cost: rate × this / 1e6 is the cores it spends; near --processes, the client is the limit
+               Figure("heartbeat_client_us", "client CPU µs per heartbeat", higher_is_better=False),
+               Figure("commit_client_us", "client CPU µs per OffsetCommit", higher_is_better=False)]
     results = best_of(_systems(peer, **NO_INITIAL_DELAY),
                       lambda _n, b: asyncio.run(group_request_rates(b, members, groups, seconds, processes)), figures, rounds)
     report(f"group requests, {members} members in {groups} groups, closed loop, {seconds:g} s each, "

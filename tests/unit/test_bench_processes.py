@@ -31,9 +31,10 @@ async def _exercise(f) -> tuple[int, list[float], int, int]:
     specs = [Spec(f"m{i}", f"g{i % 2}", i % 2, pool="p" if i < 2 else None, config=BEAT) for i in range(4)]
     await f.start(specs)
     settled = await until_settled(f, 30)
-    started = time.time() * 1000
+    started, cpu = time.time() * 1000, await f.cpu()
     await asyncio.sleep(0.3)
     beats = await f.count("Heartbeat", started, time.time() * 1000)
+    assert await f.cpu() > cpu  # the members' loop (or loops) worked
     joins = await f.times("request", 0, api="JoinGroup")
     await f.stop(["m0"])
     left = (await f.status()).members
