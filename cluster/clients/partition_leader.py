@@ -233,11 +233,14 @@ class PartitionLeaderClient:
         in_flight: dict[Any, tuple[str, str]] | None,
     ) -> None:
         """What the leaders left of MaxRecords goes to the partitions that a leader whose share ran
-        out did not reach, in one more call per such leader that does not wait. Each partition is
+        out did not reach, in one more call per such leader that does not wait, with what is left
+        of MaxBytes too. Each partition is
         acquired in one call only, as in Kafka's one pass, so its records and acquired ranges
         are never two answers joined."""
-        left = spec.max_records - sum(_acquired(o) for outs in answers.values() if outs for o in outs)
-        if left <= 0:
+        served = [o for outs in answers.values() if outs for o in outs]
+        left = spec.max_records - sum(_acquired(o) for o in served)
+        bytes_left = spec.max_bytes - sum(len(o.records) for o in served)
+        if left <= 0 or bytes_left <= 0:
             return
         reachable: dict[str, list[int]] = {}  # actor -> positions in its call
         for actor, outs in answers.items():
@@ -249,7 +252,7 @@ class PartitionLeaderClient:
                 reachable[actor] = untouched
         if not reachable:
             return
-        calls = {}
+        calls, spec = {}, dataclasses.replace(spec, max_bytes=bytes_left)
         for (actor, positions), budget in zip(reachable.items(), split_budget(left, [len(p) for p in reachable.values()])):
             if budget > 0:
                 items = tuple(dataclasses.replace(per_actor[actor][j][1], acknowledgements=()) for j in positions)

@@ -236,7 +236,7 @@ class BudgetActor:
             n = min(self.available.get(item.partition, 0), left) if item.fetch else 0
             self.available[item.partition] = self.available.get(item.partition, 0) - n
             left -= n
-            outs.append(ShareOutcome(acquired=(AcquiredRecords(0, n - 1, 1),) if n else ()))
+            outs.append(ShareOutcome(records=b"r" * n, acquired=(AcquiredRecords(0, n - 1, 1),) if n else ()))
         return outs
 
 
@@ -265,7 +265,7 @@ def test_what_one_leader_leaves_of_its_share_goes_to_the_partitions_another_did_
     first, second = (c[0] for c in a.share_fetch.calls)
     assert (first.max_records, [i.partition for i in first.items]) == (50, [0, 2])
     # Only the partition the first call did not reach, without the acknowledgements already sent, at once.
-    assert (second.max_records, second.max_wait_ms) == (40, 0)
+    assert (second.max_records, second.max_wait_ms, second.max_bytes) == (40, 0, spec.max_bytes - 60)
     assert [(i.partition, i.acknowledgements, i.fetch) for i in second.items] == [(2, (), True)]
     assert len(b.share_fetch.calls) == 1
 
@@ -287,3 +287,11 @@ def test_no_budget_is_handed_on_once_the_session_has_ended():
     answers = asyncio.run(PartitionLeaderClient(router).share_fetch(spec, share_parts(0, 1, 2, 3), closed=lambda: True))
     assert acquired_of(answers) == {0: 50, 1: 0, 2: 0, 3: 10}
     assert len(a.share_fetch.calls) == 1  # its release may have run at the leader already
+
+
+def test_no_budget_is_handed_on_once_the_answers_fill_max_bytes():
+    a, b = BudgetActor({0: 1000, 2: 1000}), BudgetActor({3: 10})
+    router = FakeRouter({("t", p): ("ab"[p % 2], 1) for p in range(4)}, {"a": a, "b": b})
+    spec = ShareFetchSpec("g", "m", gateway=7, max_wait_ms=0, max_records=100, max_bytes=60)
+    answers = asyncio.run(PartitionLeaderClient(router).share_fetch(spec, share_parts(0, 1, 2, 3)))
+    assert acquired_of(answers) == {0: 50, 1: 0, 2: 0, 3: 10} and len(a.share_fetch.calls) == 1
