@@ -71,12 +71,15 @@ def python_key_values(data: bytes) -> list[KeyValue]:
     out: list[KeyValue] = []
     append = out.append
     pos = HEADER_SIZE
-    # Varints of one byte (below 64 after zigzag) are read inline: most deltas are, and short lengths.
+    # Varints of one or two bytes are read inline: every delta and length of a coordinator record is.
     try:
         for _ in range(count):
             b = data[pos]
             if b < 0x80:
                 length, p = (b >> 1) ^ -(b & 1), pos + 1
+            elif data[pos + 1] < 0x80:
+                raw = (b & 0x7F) | (data[pos + 1] << 7)
+                length, p = (raw >> 1) ^ -(raw & 1), pos + 2
             else:
                 length, p = varint(data, pos)
             end = p + length
@@ -88,17 +91,24 @@ def python_key_values(data: bytes) -> list[KeyValue]:
             p += 1
             while data[p] >= 0x80:  # offset delta
                 p += 1
-            b = data[p + 1]
+            p += 1
+            b = data[p]
             if b < 0x80:
-                klen, p = (b >> 1) ^ -(b & 1), p + 2
+                klen, p = (b >> 1) ^ -(b & 1), p + 1
+            elif data[p + 1] < 0x80:
+                raw = (b & 0x7F) | (data[p + 1] << 7)
+                klen, p = (raw >> 1) ^ -(raw & 1), p + 2
             else:
-                klen, p = varint(data, p + 1)
+                klen, p = varint(data, p)
             key = None
             if klen >= 0:
                 key, p = data[p : p + klen], p + klen
             b = data[p]
             if b < 0x80:
                 vlen, p = (b >> 1) ^ -(b & 1), p + 1
+            elif data[p + 1] < 0x80:
+                raw = (b & 0x7F) | (data[p + 1] << 7)
+                vlen, p = (raw >> 1) ^ -(raw & 1), p + 2
             else:
                 vlen, p = varint(data, p)
             value = None
