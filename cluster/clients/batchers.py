@@ -2,8 +2,9 @@
 
 A Ray call costs far more than the work of a heartbeat or a small produce, so every call to an
 actor method made within one tick travels in one Ray call carrying the list of items; the
-actor answers a list in the same order. Operations that may park (JoinGroup, SyncGroup) travel
-as a stream instead, answered item by item as each completes.
+actor answers a list in the same order. Operations that may park (JoinGroup, SyncGroup) start
+this way too; their answers come back over the coordinator's answer channel
+(cluster/clients/parked_answers.py).
 """
 
 from __future__ import annotations
@@ -51,35 +52,5 @@ class ActorBatcher:
                 f.set_result(r)
 
 
-class StreamingBatcher(ActorBatcher):
-    """For operations that may park (JoinGroup, SyncGroup): one Ray streaming call per tick whose
-    answers come back as each operation completes, so one long wait holds back no one else."""
-
-    def _flush(self) -> None:
-        items, futures = self._items, self._futures
-        self._items, self._futures, self._scheduled = [], [], False
-        stream = self._method.options(num_returns="streaming").remote(items)
-        asyncio.ensure_future(self._deliver_stream(stream, futures))
-
-    @staticmethod
-    async def _deliver_stream(stream: Any, futures: list[asyncio.Future]) -> None:
-        try:
-            async for ref in stream:
-                for index, result in await ref:
-                    if not futures[index].done():
-                        futures[index].set_result(result)
-        except BaseException as exc:
-            error = exc if isinstance(exc, Exception) else RayActorError()
-            for f in futures:
-                if not f.done():
-                    f.set_exception(error)
-            return
-        for f in futures:  # the stream ended: anything unanswered is a bug in the actor
-            if not f.done():
-                f.set_exception(RuntimeError("actor stream ended without an answer"))
-
-
 def batcher_for(handle: Any, method: str) -> ActorBatcher:
-    """Methods whose name ends in `_stream` answer as a stream (the actors' convention)."""
-    kind = StreamingBatcher if method.endswith("_stream") else ActorBatcher
-    return kind(handle, method)
+    return ActorBatcher(handle, method)

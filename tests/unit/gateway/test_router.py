@@ -28,28 +28,10 @@ class Method:
 
         return reply()
 
-    def options(self, num_returns):
-        assert num_returns == "streaming"
-        return SimpleNamespace(remote=self._stream)
-
-    def _stream(self, items):
-        self.batches.append(list(items))
-        answer = self.answer
-
-        async def refs():
-            for index in reversed(range(len(items))):  # answered out of order, as parked calls are
-                async def ref(index=index):
-                    return [(index, answer([items[index]])[0])]
-
-                yield ref()
-
-        return refs()
-
 
 class Actor:
     def __init__(self, answer) -> None:
         self.produce = Method(answer)
-        self.execute_stream = Method(answer)
 
 
 class Controller:
@@ -81,18 +63,6 @@ def test_calls_to_one_actor_in_one_tick_travel_in_one_ray_call():
 
     assert asyncio.run(main()) == ["t-0@3:x", "t-1@3:x", "t-0@3:x"]
     assert len(actor.produce.batches) == 1 and len(actor.produce.batches[0]) == 3
-
-
-def test_streamed_answers_reach_their_callers_in_any_order():
-    actor = Actor(echo)
-    router = Router(None, leadership(1, {("t", 0): ("a", 1), ("t", 1): ("a", 1)}, {"a": actor}))
-
-    async def main():
-        return await asyncio.gather(
-            router.call("a", "execute_stream", ("t", 0, 1, "join")), router.call("a", "execute_stream", ("t", 1, 1, "sync"))
-        )
-
-    assert asyncio.run(main()) == ["t-0@1:join", "t-1@1:sync"]
 
 
 def test_a_leader_that_no_longer_leads_refreshes_the_map_and_the_call_is_retried_at_the_new_leader():
