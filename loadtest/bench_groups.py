@@ -71,7 +71,8 @@ async def group_request_rates(bootstrap: str, members: int, groups: int, seconds
         heartbeat_rps, heartbeat_client_us = await _rate(f, "Heartbeat", seconds)
         await f.stop([s.name for s in beating])
         committing = [Spec(f"oc-{i}", f"rates-oc-{i % groups}", i % groups,
-                           config={"heartbeat_interval_ms": 3_000, "commit_interval_ms": 1}) for i in range(members)]
+                           config={"heartbeat_interval_ms": 3_000, "commit_interval_ms": 1, "commit_back_to_back": True})
+                      for i in range(members)]
         await f.start(committing)
         await until_settled(f, 120)
         commit_rps, commit_client_us = await _rate(f, "OffsetCommit", seconds)

@@ -122,7 +122,7 @@ async def commit_latency(bootstrap: str, topic: str, members: int, seconds: floa
 
     crowd = Crowd()
     crowd.start(ClassicMember(f"commit-{i}", parse_bootstrap(bootstrap), ClassicConfig(
-        f"bench-commit-{i}", [topic], fetch=False, commit_interval_ms=1)) for i in range(members))
+        f"bench-commit-{i}", [topic], fetch=False, commit_interval_ms=1, commit_back_to_back=True)) for i in range(members))
     await crowd.until(lambda: all(m.state is ClassicState.STABLE for m in crowd.members), 60)
     started = time.time() * 1000
     await asyncio.sleep(seconds)

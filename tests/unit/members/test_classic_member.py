@@ -238,3 +238,33 @@ def test_a_leader_assigns_from_the_metadata_it_holds_unless_it_is_older_than_its
         metadata(h)
     sync = h.take(ApiKey.SYNC_GROUP)
     assert decode_assignment(sync.body["assignments"][0]["assignment"]) == {TOPIC: [0, 1, 2, 3]}
+
+
+def _commit_answered(h: Harness) -> None:
+    commit = h.take(ApiKey.OFFSET_COMMIT)
+    h.answer(commit, topics=[{"name": TOPIC, "partitions": [{"partition_index": 0, "error_code": ErrorCode.none}]}])
+
+
+def test_back_to_back_commits_send_the_next_when_the_last_is_answered_and_never_pile_up():
+    h = member(commit_interval_ms=1, commit_back_to_back=True, fetch=False)
+    stable(h, [0], committed={0: 5})
+    h.advance(1)
+    assert len(h.pending(ApiKey.OFFSET_COMMIT)) == 1
+    h.advance(50)  # the interval passes many times while the commit is unanswered: still one
+    assert len(h.pending(ApiKey.OFFSET_COMMIT)) == 1
+    _commit_answered(h)
+    h.advance(0)  # the next goes out at once, with no interval in between
+    assert len(h.pending(ApiKey.OFFSET_COMMIT)) == 1
+    _commit_answered(h)
+    assert [e["error"] for e in h.kinds("commit")] == ["NONE", "NONE"]
+
+
+def test_interval_commits_wait_for_the_interval_after_an_answer():
+    h = member(commit_interval_ms=1_000, fetch=False)
+    stable(h, [0], committed={0: 5})
+    h.advance(1_000)
+    _commit_answered(h)
+    h.advance(0)
+    assert not h.pending(ApiKey.OFFSET_COMMIT)
+    h.advance(1_000)
+    assert len(h.pending(ApiKey.OFFSET_COMMIT)) == 1
