@@ -19,8 +19,9 @@ from typing import Any
 
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 
+from cluster.entity_writer import compiled_writer
 from cluster.gateway.apis import build, request_class, response_class
 from loadtest.drivers.fast_requests import encode_fast
 from loadtest.members.machine import Send
@@ -54,12 +55,12 @@ class ClientWire:
         header_cls = RequestHeaderV2 if type(request).__flexible__ else RequestHeaderV1
         buf = io.BytesIO()
         buf.write(b"\0\0\0\0")
-        entity_writer(header_cls)(
+        compiled_writer(header_cls)(
             buf,
             header_cls(request_api_key=send.api, request_api_version=send.version, correlation_id=correlation,
                        client_id=self.client_id),
         )
-        entity_writer(type(request))(buf, request)
+        compiled_writer(type(request))(buf, request)
         data = buf.getbuffer()
         _SIZE.pack_into(data, 0, len(data) - 4)
         self._waiting[correlation] = (owner, send.request_id, response_class(send.api, send.version))
