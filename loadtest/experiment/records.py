@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -132,7 +133,21 @@ def _type_name(key: Any) -> str:
 
 
 def _json(obj: Any) -> str:
-    return json.dumps(dataclasses.asdict(obj), default=_plain, sort_keys=True)
+    return json.dumps(_as_dict(obj), default=_plain, sort_keys=True)
+
+
+def _as_dict(obj: Any) -> Any:
+    """A record's fields, nested records too; most record classes are dataclasses, the hot
+    OffsetCommit ones msgspec Structs (coordinator/classic/records.py)."""
+    if isinstance(obj, msgspec.Struct):
+        return {name: _as_dict(getattr(obj, name)) for name in obj.__struct_fields__}
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _as_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [_as_dict(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _as_dict(v) for k, v in obj.items()}
+    return obj
 
 
 def _plain(value: Any) -> Any:
