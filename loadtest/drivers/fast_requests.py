@@ -13,20 +13,11 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from cluster.entity_writer import uvarint
 from cluster.gateway.apis import ApiKey
 
 _HEADER = struct.Struct(">ihhih")  # size, api key, api version, correlation id, client id length
 _INT32 = struct.Struct(">i")
-
-
-def uvarint(n: int) -> bytes:
-    """Kafka's unsigned varint (the lengths of compact strings and arrays)."""
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def _compact_string(value: str) -> bytes:

@@ -20,7 +20,7 @@ from kio.serial._introspect import (
 )
 
 from cluster.gateway.apis import SUPPORTED, request_class
-from loadtest.drivers.fast_requests import uvarint
+from cluster.entity_writer import uvarint
 
 FAULTS = ("null", "huge", "negative", "overlong", "unknown_tag")
 

@@ -19,8 +19,11 @@ from sharestate import records as share
 TOPIC = uuid.UUID(int=7)
 
 
-def group_records() -> list[Record]:
-    out = [group.offset_commit_record(f"g{i % 7}", "topic", i % 3, i, -1, "m" * (i % 90), i, -1) for i in range(3)]
+def group_records(offset_commits: int = 3) -> list[Record]:
+    """One record of each kind a `__consumer_offsets` log holds, after `offset_commits` OffsetCommits
+    (tests/unit/test_replay_old_logs.py replays the same kinds in bulk)."""
+    out = [group.offset_commit_record(f"g{i % 7}", "topic", i % 3, i, -1, "m" * (i % 90), i, -1)
+           for i in range(offset_commits)]
     out += [group.offset_tombstone("g1", "topic", 2), group.group_tombstone("g0")]
     out.append(Record(group.GroupMetadataKey("g2"), group.GroupMetadataValue(
         "consumer", 3, "range", "m-1", 12, (group.MemberMetadata("m-1", None, "c", "/h", 1, 2, b"\x00" * 300, b""),))))

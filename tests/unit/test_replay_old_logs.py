@@ -3,7 +3,6 @@ replays through today's LogDisk (typed codec, lean batch reader) to the very sam
 
 from __future__ import annotations
 
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -18,30 +17,8 @@ from kernel.codec import Record
 from sharestate import records as share
 from tests.unit import codec_reference
 from tests.unit.test_codec_typed import reference_of
+from tests.unit.test_records_golden import group_records, share_records
 
-TOPIC = uuid.UUID(int=7)
-
-
-def group_records() -> list[Record]:
-    out = [group.offset_commit_record(f"g{i % 7}", "topic", i % 3, i, -1, "m" * (i % 90), i, -1) for i in range(300)]
-    out += [group.offset_tombstone("g1", "topic", 2), group.group_tombstone("g0")]
-    out.append(Record(group.GroupMetadataKey("g2"), group.GroupMetadataValue(
-        "consumer", 3, "range", "m-1", 12, (group.MemberMetadata("m-1", None, "c", "/h", 1, 2, b"\x00" * 300, b""),))))
-    out.append(group.share_group_epoch_record("s", 4, 99))
-    out.append(Record(group.ShareGroupTargetAssignmentMemberKey("s", "m"), group.ShareGroupTargetAssignmentMemberValue(
-        (group.ShareTopicPartitions(TOPIC, (0, 1)),))))
-    return out
-
-
-def share_records() -> list[Record]:
-    batches = tuple(share.StateBatch(i, i + 4, 2, 1) for i in range(0, 50, 5))
-    return [
-        share.share_snapshot_record("g", TOPIC, 0, snapshot_epoch=1, state_epoch=0, leader_epoch=0, start_offset=0,
-                                    delivery_complete_count=-1, create_timestamp=5, write_timestamp=6, state_batches=batches),
-        share.share_update_record("g", TOPIC, 0, 0, snapshot_epoch=1, leader_epoch=0, start_offset=-1,
-                                  delivery_complete_count=3, state_batches=batches[:2]),
-        share.share_update_tombstone("g", TOPIC, 0, 1),
-    ]
 
 
 class Collect:
@@ -61,7 +38,7 @@ def write_with_old_code(path: Path, codec, records: list[Record], per_batch: int
     log.close()
 
 
-@pytest.mark.parametrize("codec,records", [(group.CODEC, group_records()), (share.CODEC, share_records())])
+@pytest.mark.parametrize("codec,records", [(group.CODEC, group_records(300)), (share.CODEC, share_records())])
 def test_an_old_log_replays_to_the_same_records(tmp_path, codec, records):
     write_with_old_code(tmp_path / "log", codec, records, per_batch=17)
     shard = Collect()
