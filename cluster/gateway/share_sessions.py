@@ -53,9 +53,6 @@ class ShareSession:
     requests: int = 0  # rotates which partition is served first
     # The gateway's pending leader calls for it: task -> (actor name, wake key).
     in_flight: dict[Any, tuple[str, str]] = field(default_factory=dict)
-    # Out of the cache (closed, replaced, its connection gone): its calls start no further
-    # acquisitions, since the release that follows may already have run at the leader.
-    closed: bool = False
 
     @property
     def key(self) -> tuple[str, str]:
@@ -82,6 +79,12 @@ class ShareSessionCache:
     def __len__(self) -> int:
         return len(self.sessions)
 
+    def holds(self, session: ShareSession) -> bool:
+        """Whether `session` is still the member's session here. One out of the cache (closed,
+        replaced, its connection gone) starts no further acquisitions: the release that ended it
+        may already have run at the leader."""
+        return self.sessions.get(session.key) is session
+
     def fetch(
         self,
         group_id: str,
@@ -107,8 +110,6 @@ class ShareSessionCache:
                     ErrorCode.share_session_limit_reached,
                     f"this broker holds group.share.max.share.sessions={self.max_sessions} share sessions",
                 )
-            if replaced is not None:
-                replaced.closed = True
             session = ShareSession(group_id, member_id, next_epoch(INITIAL_EPOCH), connection_id)
             session.partitions.update(dict.fromkeys(added))
             self.sessions[key] = session
@@ -119,7 +120,6 @@ class ShareSessionCache:
             raise SessionError(ErrorCode.share_session_not_found, f"no share session for member {member_id}")
         if epoch == FINAL_EPOCH:
             del self.sessions[key]  # partitions named in a final fetch are ignored, as in Kafka
-            session.closed = True
             return session, True
         if epoch != session.epoch:
             raise SessionError(
@@ -145,7 +145,6 @@ class ShareSessionCache:
             raise SessionError(ErrorCode.share_session_not_found, f"no share session for member {member_id}")
         if epoch == FINAL_EPOCH:
             del self.sessions[key]
-            session.closed = True
             return session
         if epoch != session.epoch:
             raise SessionError(
@@ -167,5 +166,4 @@ class ShareSessionCache:
         gone = [s for s in self.sessions.values() if s.connection_id == connection_id]
         for session in gone:
             del self.sessions[session.key]
-            session.closed = True
         return gone

@@ -164,4 +164,4 @@ def test_the_leaders_are_told_when_the_session_has_ended_meanwhile():
     (session,) = gw.share_sessions.sessions.values()
     assert partitions.closed() is False
     gw.share_sessions.disconnected(0)
-    assert partitions.closed() is True and session.closed
+    assert partitions.closed() is True and not gw.share_sessions.holds(session)

@@ -85,11 +85,11 @@ def test_a_session_out_of_the_cache_is_marked_closed_whichever_way_it_left():
     cache = ShareSessionCache(10)
     first, _ = cache.fetch("g", "m", 0, 1)
     replacing, _ = cache.fetch("g", "m", 0, 1)
-    assert first.closed and not replacing.closed
+    assert not cache.holds(first) and cache.holds(replacing)
     final, _ = cache.fetch("g", "m", -1, 1)
-    assert final is replacing and final.closed
+    assert final is replacing and not cache.holds(final)
     acked, _ = cache.fetch("g", "a", 0, 1)
-    assert cache.acknowledge("g", "a", -1, 1).closed and acked.closed
+    assert not cache.holds(cache.acknowledge("g", "a", -1, 1)) and not cache.holds(acked)
     gone, _ = cache.fetch("g", "b", 0, 2)
     cache.disconnected(2)
-    assert gone.closed
+    assert not cache.holds(gone)

@@ -258,7 +258,7 @@ async def call_leaders(
         max_records=max_records,
     )
     answers = await gw.partitions.share_fetch(
-        spec, [part for _, part in parts], session.in_flight, closed=lambda: session.closed)
+        spec, [part for _, part in parts], session.in_flight, closed=lambda: not gw.share_sessions.holds(session))
     for i, (out, epoch) in answers.items():
         key = parts[i][0]
         if key in rejected:
