@@ -68,7 +68,7 @@ class _Body:
     """A dataclass as the body of a msgpack map (no header) that starts with fixed entries."""
 
     def __init__(self, cls: type, fixed: dict[str, Any]) -> None:
-        count = len(_field_names(cls))
+        count = len(field_names(cls))
         self.head = _map_header(count + len(fixed)) + _entries(fixed)
         self.skip = 1 if count < 16 else 3
         self.decoder = msgspec.msgpack.Decoder(cls)
@@ -221,7 +221,7 @@ class RecordCodec:
 # -- the reflective encoding, for record types holding sets (sorted, as they always were) -----
 
 
-def _field_names(cls: Any) -> tuple[str, ...]:
+def field_names(cls: Any) -> tuple[str, ...]:
     """A record class's fields in order: a dataclass's, or a msgspec Struct's (the record types
     replay builds most of are Structs: decoded faster, and left alone by the garbage collector)."""
     if isinstance(cls, msgspec.Struct) or (isinstance(cls, type) and issubclass(cls, msgspec.Struct)):
@@ -229,7 +229,7 @@ def _field_names(cls: Any) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
 
 
-def _is_record_class(tp: Any) -> bool:
+def is_record_class(tp: Any) -> bool:
     return dataclasses.is_dataclass(tp) or (isinstance(tp, type) and issubclass(tp, msgspec.Struct))
 
 
@@ -237,14 +237,14 @@ def _has_set(tp: Any, seen: frozenset = frozenset()) -> bool:
     origin = typing.get_origin(tp)
     if origin in (set, frozenset) or tp in (set, frozenset):
         return True
-    if _is_record_class(tp) and tp not in seen:
+    if is_record_class(tp) and tp not in seen:
         hints = typing.get_type_hints(tp)
-        return any(_has_set(hints[name], seen | {tp}) for name in _field_names(tp))
+        return any(_has_set(hints[name], seen | {tp}) for name in field_names(tp))
     return any(_has_set(arg, seen) for arg in typing.get_args(tp))
 
 
 def _fields(obj: Any) -> dict[str, Any]:
-    return {name: to_primitive(getattr(obj, name)) for name in _field_names(obj)}
+    return {name: to_primitive(getattr(obj, name)) for name in field_names(obj)}
 
 
 def to_primitive(value: Any) -> Any:
@@ -252,7 +252,7 @@ def to_primitive(value: Any) -> Any:
         return value
     if isinstance(value, UUID):
         return value.bytes
-    if dataclasses.is_dataclass(value) or isinstance(value, msgspec.Struct):
+    if is_record_class(type(value)):
         return _fields(value)
     if isinstance(value, (list, tuple)):
         return [to_primitive(v) for v in value]

@@ -10,20 +10,19 @@ not every record ever written.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cluster.log import LogConfig, PartitionLog
 from cluster.recordbatch import decode_records, parse_header
 from kernel.clock import ManualClock
+from kernel.codec import field_names, is_record_class
 from coordinator.records import CODEC as GROUP_CODEC
 from loadtest.experiment import rundir
 from sharestate.coordinator_shard import ShareCoordinatorShard
@@ -139,10 +138,8 @@ def _json(obj: Any) -> str:
 def _as_dict(obj: Any) -> Any:
     """A record's fields, nested records too; most record classes are dataclasses, the hot
     OffsetCommit ones msgspec Structs (coordinator/classic/records.py)."""
-    if isinstance(obj, msgspec.Struct):
-        return {name: _as_dict(getattr(obj, name)) for name in obj.__struct_fields__}
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _as_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if is_record_class(type(obj)):
+        return {name: _as_dict(getattr(obj, name)) for name in field_names(obj)}
     if isinstance(obj, (list, tuple)):
         return [_as_dict(v) for v in obj]
     if isinstance(obj, dict):
