@@ -21,6 +21,7 @@ from cluster.gateway.apis import ApiKey
 from coordinator.hashing import group_partition
 from tests.cluster_process import ClusterProcess
 from tests.kio_client import KioClient
+from tests.share_runs import wait_until
 
 pytestmark = pytest.mark.slow
 DELAY_MS = 3_000
@@ -45,6 +46,11 @@ def join(bootstrap: str, group: str, member: int) -> tuple[ErrorCode, int, float
     return response.error_code, response.generation_id, time.monotonic()
 
 
+def _state(bootstrap: str, group: str) -> str:
+    with KioClient(bootstrap, timeout=30) as client:
+        return client.call(ApiKey.DESCRIBE_GROUPS, 0, {"groups": [group]}).groups[0].group_state
+
+
 def _owner_of(cluster, partition: int) -> str:
     status = admin_call(cluster.bootstrap, "status")
     return next(l["actor"] for l in status["leaders"] if l["topic"] == "__consumer_offsets" and l["partition"] == partition)
@@ -63,8 +69,8 @@ def test_a_join_parked_on_a_killed_coordinator_is_answered(cluster):
     owner = _owner_of(cluster, group_partition(group, 50))
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         parked = pool.submit(join, cluster.bootstrap, group, 0)
-        time.sleep(0.5)  # parked for the initial delay by now
-        assert not parked.done()
+        wait_until(lambda: _state(cluster.bootstrap, group) == "PreparingRebalance", what="the join parked")
+        assert not parked.done()  # parked for the initial delay, which is long enough to kill first
         assert cluster.cli("kill", owner).returncode == 0
         error, _generation, _ = parked.result(timeout=90)
     assert error in (ErrorCode.none, ErrorCode.not_coordinator, ErrorCode.coordinator_not_available)
