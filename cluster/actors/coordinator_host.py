@@ -52,6 +52,7 @@ def coordinator_log_config(config: Config) -> LogConfig:
         flush=FlushPolicy(config["raygroups.log.flush"]),
         compacted=True,
         tombstone_retention_ms=config["raygroups.log.tombstone.retention.ms"],
+        sync_filesystem=config["raygroups.log.sync"] == "filesystem",
     )
 
 
@@ -106,6 +107,7 @@ class CoordinatorHost:
                 data_dir=Path(data_dir),
                 log_config=coordinator_log_config(config),
                 compaction_records=config["raygroups.coordinator.compaction.records"],
+                shared_sync=True,
             ),
             executor=self.executor,
         )

@@ -73,7 +73,7 @@ class BatchRunner:
             numbered = [(n, key, value) for n, (key, value) in enumerate(entries)]
             data = bytearray(encode_records(numbered, self.clock.now_ms()))
             try:
-                await self.disk.run(partition.log.append, [data], partition.epoch)
+                await self.disk.append(partition.log, [data], partition.epoch)
             except LogWriteError as exc:
                 await self._revert(partition, batch, fired, StorageError(str(exc)))
                 return

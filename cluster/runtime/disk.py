@@ -1,5 +1,10 @@
 """The runtime's blocking I/O on partition logs, run on its executor so the event loop never waits
-on a disk: open (with recovery), replay into a shard, compact, and reopen after a failed write."""
+on a disk: open (with recovery), append, replay into a shard, compact, and reopen after a failed write.
+
+With `shared_sync` the appends of all the runtime's partitions share one syncfs per group
+(cluster/log/group_commit.py), as a partition leader's do: 1,000 members committing over 25
+partitions paid one fsync per partition and batch (48 us of CPU each here, 15% of a coordinator's
+samples); 25 fsyncs cost 4.2 ms and 1.3 ms CPU on this machine, one syncfs 0.26 ms and 0.09 ms."""
 
 from __future__ import annotations
 
@@ -12,8 +17,8 @@ from typing import Any
 
 from kernel.codec import RecordCodec
 
-from cluster.log import LogConfig, LogWriteError, PartitionLog
-from cluster.log import batch_records
+from cluster.log import FlushPolicy, LogConfig, LogWriteError, PartitionLog
+from cluster.log import batch_records, group_commit
 from cluster.runtime.collector_pause import full_collections_paused
 from cluster.runtime.partition import Partition, TopicPartition
 
@@ -24,7 +29,13 @@ LogOpener = Callable[[Path, LogConfig], PartitionLog]
 
 class LogDisk:
     def __init__(
-        self, codec: RecordCodec, executor: Executor, data_dir: Path, log_config: LogConfig, opener: LogOpener | None
+        self,
+        codec: RecordCodec,
+        executor: Executor,
+        data_dir: Path,
+        log_config: LogConfig,
+        opener: LogOpener | None,
+        shared_sync: bool = False,
     ) -> None:
         self.codec = codec
         self.executor = executor
@@ -32,9 +43,26 @@ class LogDisk:
         self.log_config = log_config
         self._open = opener or (lambda path, cfg: PartitionLog.open(path, cfg))
         self._key_values = batch_records.reader()
+        # Only where every append would fsync anyway: a syncfs must never add a sync to flush=none.
+        self._shared_sync = shared_sync and log_config.flush is FlushPolicy.BATCH and log_config.sync_filesystem
+        self._group: group_commit.GroupCommit | None = None
 
     async def run(self, fn: Callable, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+    async def append(self, partition_log: PartitionLog, batches: list[bytearray], epoch: int) -> list[int]:
+        """PartitionLog.append, durable before it returns; raises what append raises."""
+        group = self._sync_group()
+        if group is None:
+            return await self.run(partition_log.append, batches, epoch)
+        return await group.append(partition_log, batches, epoch, None)
+
+    def _sync_group(self) -> group_commit.GroupCommit | None:
+        # Looked up at the first append: the data directory exists once a log is open.
+        if self._shared_sync and self._group is None:
+            self._group = group_commit.for_directory(self.executor, self.data_dir)
+            self._shared_sync = self._group is not None
+        return self._group
 
     async def open(self, tp: TopicPartition) -> PartitionLog:
         return await self.run(self._open, self.data_dir / f"{tp[0]}-{tp[1]}", self.log_config)

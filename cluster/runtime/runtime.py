@@ -55,6 +55,8 @@ class RuntimeConfig:
     max_batch_operations: int = 1000
     # Compact a partition's log after this many records were appended since the last time.
     compaction_records: int = 20_000
+    # One syncfs for the appends of every partition (disk.py); off where a test controls each log's fsync.
+    shared_sync: bool = False
 
 
 class CoordinatorRuntime:
@@ -75,7 +77,7 @@ class CoordinatorRuntime:
         self.executor = executor
         self.clock = clock or SystemClock()
         self.wakeups = wakeups or LoopWakeups(self.clock)
-        self.disk = LogDisk(codec, executor, config.data_dir, config.log_config, log_opener)
+        self.disk = LogDisk(codec, executor, config.data_dir, config.log_config, log_opener, config.shared_sync)
         self.batches = BatchRunner(self.disk, self.clock, config.compaction_records)
         self.partitions: dict[TopicPartition, Partition] = {}
         self._next_token = 0
