@@ -38,24 +38,6 @@ def reschedule_heartbeat(ctx: OperationContext, group: ClassicGroup, member_id: 
     ctx.schedule(heartbeat_key(group.group_id, member_id), timeout, "expire_heartbeat", group.group_id, member_id)
 
 
-def complete_join_future(ctx: OperationContext, group: ClassicGroup, member_id: str, response: JoinGroupResponse) -> bool:
-    member = group.member(member_id)
-    if member.awaiting_join is None:
-        return False
-    ctx.reply(member.awaiting_join, response)
-    group.put(member.but(awaiting_join=None))
-    return True
-
-
-def complete_sync_future(ctx: OperationContext, group: ClassicGroup, member_id: str, response: SyncGroupResponse) -> bool:
-    member = group.member(member_id)
-    if member.awaiting_sync is None:
-        return False
-    ctx.reply(member.awaiting_sync, response)
-    group.put(member.but(awaiting_sync=None))
-    return True
-
-
 def drop_member(ctx: OperationContext, group: ClassicGroup, member_id: str, error: ErrorCode = ErrorCode.unknown_member_id) -> None:
     """Remove a member, answering whatever it still has parked: no request may hang, and a parked
     answer that never comes would also hold back every later answer on the client's connection."""
@@ -164,11 +146,14 @@ def complete_join(ctx: OperationContext, group: ClassicGroup) -> None:
     if group.is_in(S.EMPTY):
         ctx.write(group_metadata_record(group, {}))
         return
-    for member_id in list(group.members):
-        leader = group.is_leader(member_id)
-        complete_join_future(ctx, group, member_id, join_response(group, member_id, with_members=leader))
-        reschedule_heartbeat(ctx, group, member_id)
-        group.put(group.member(member_id).but(is_new=False))
+    # One new member per member, answered and no longer new together: at 1,000 members this loop
+    # is the rebalance's largest operation, and it runs after the last join, on the critical path.
+    for member in list(group.members.values()):
+        member_id = member.member_id
+        if member.awaiting_join is not None:
+            ctx.reply(member.awaiting_join, join_response(group, member_id, with_members=group.is_leader(member_id)))
+        group.put(member.but(awaiting_join=None, is_new=False))
+        reschedule_heartbeat(ctx, group, member_id, member.session_timeout_ms)
         group.pending_sync_members.add(member_id)
     schedule_pending_sync(ctx, group)
 
@@ -209,20 +194,25 @@ def reset_and_propagate_assignment_with_error(ctx: OperationContext, group: Clas
     propagate_assignment(ctx, group, error)
 
 
-def propagate_assignment(ctx: OperationContext, group: ClassicGroup, error: ErrorCode) -> None:
+def propagate_assignment(ctx: OperationContext, group: ClassicGroup, error: ErrorCode,
+                         assignment: dict[str, bytes] | None = None) -> None:
+    """Answer every member parked in SyncGroup with its assignment; `assignment` (the leader's,
+    by member) is stored on every member on the way, one new member each (at 1,000 members the
+    leader's SyncGroup is the sync phase's largest operation)."""
     ok = error == ErrorCode.none
-    for member_id in list(group.members):
-        member = group.member(member_id)
-        response = SyncGroupResponse(
-            error_code=error,
-            protocol_type=group.protocol_type if ok else None,
-            protocol_name=group.protocol_name if ok else None,
-            assignment=member.assignment,
-        )
-        if complete_sync_future(ctx, group, member_id, response):
-            # A session that lapsed while the member waited for the assignment was ignored
-            # (parked members satisfy their heartbeat): arm the next one now.
-            reschedule_heartbeat(ctx, group, member_id)
+    protocol_type = group.protocol_type if ok else None
+    protocol_name = group.protocol_name if ok else None
+    for member in list(group.members.values()):
+        data = member.assignment if assignment is None else assignment[member.member_id]
+        if member.awaiting_sync is None:
+            if data is not member.assignment:
+                group.put(member.but(assignment=data))
+            continue
+        ctx.reply(member.awaiting_sync, SyncGroupResponse(error, protocol_type, protocol_name, data))
+        group.put(member.but(assignment=data, awaiting_sync=None))
+        # A session that lapsed while the member waited for the assignment was ignored (parked
+        # members satisfy their heartbeat): arm the next one now.
+        reschedule_heartbeat(ctx, group, member.member_id, member.session_timeout_ms)
 
 
 # -- members leaving ----------------------------------------------------------------------------------

@@ -67,10 +67,9 @@ def sync_group(ctx: OperationContext, req: SyncGroupRequest, token: RequestToken
     if group.is_leader(req.member_id):
         assignment = {m.member_id: b"" for m in group.members.values()}
         assignment.update((member_id, data) for member_id, data in req.assignments if member_id in assignment)
-        for member_id, data in assignment.items():
-            group.put(group.member(member_id).but(assignment=data))
         group.transition_to(S.STABLE, ctx.now)
         ctx.write(group_metadata_record(group, assignment))
-        # The runtime sends these answers only once the record above is durable.
-        propagate_assignment(ctx, group, ErrorCode.none)
+        # Stores each member's assignment and answers the parked ones: the runtime sends these
+        # answers only once the record above is durable.
+        propagate_assignment(ctx, group, ErrorCode.none, assignment)
     return PARKED
