@@ -137,13 +137,18 @@ class PartitionLeader:
         return partition
 
     async def produce(self, items: list[tuple[str, int, int, bytes]]) -> list[ProduceOutcome]:
-        async def one(topic: str, p: int, epoch: int, records: bytes) -> ProduceOutcome:
+        # Every request is checked and queued before the first wait, in order (UserPartition.submit),
+        # so all of one call join the same appends, as they did as one task each.
+        submitted: list[ProduceOutcome | asyncio.Future] = []
+        for topic, p, epoch, records in items:
             partition = self._leading(topic, p, epoch)
             if partition is None:
-                return ProduceOutcome(ErrorCode.not_leader_or_follower, message=f"{self.name} does not lead {topic}-{p}")
-            return await partition.produce(records)
-
-        return list(await asyncio.gather(*(one(*item) for item in items)))
+                submitted.append(
+                    ProduceOutcome(ErrorCode.not_leader_or_follower, message=f"{self.name} does not lead {topic}-{p}")
+                )
+            else:
+                submitted.append(partition.submit(records))
+        return [s if type(s) is ProduceOutcome else await s for s in submitted]
 
     async def fetch(
         self,
