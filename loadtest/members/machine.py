@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -44,9 +44,14 @@ API_NAMES: dict[int, str] = {
 class Broker:
     host: str
     port: int
+    # "host:port", made once: every request and answer observed names its broker.
+    label: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "label", f"{self.host}:{self.port}")
 
     def __str__(self) -> str:
-        return f"{self.host}:{self.port}"
+        return self.label
 
     @classmethod
     def parse(cls, text: str) -> "Broker":
@@ -174,7 +179,7 @@ class Machine:
         deadline = now + (self.request_timeout_ms if timeout_ms is None else timeout_ms)
         self._inflight[request.request_id] = Pending(request, now, deadline, on_reply)
         self._actions.append(request)
-        self.observe(now, "request", api=API_NAMES[api], broker=str(to), correlation=request.request_id)
+        self.observe(now, "request", api=API_NAMES[api], broker=to.label, correlation=request.request_id)
         return request.request_id
 
     def close_connection(self, to: Broker, lane: str) -> None:
@@ -191,15 +196,16 @@ class Machine:
         return name in self._timers
 
     def observe(self, now: Millis, kind: str, **fields: Any) -> None:
-        row = {"time": now, "kind": kind, "role": self.role, "member": self.name, "group": self.group}
         if self.member_id:
-            row["member_id"] = self.member_id
-        row.update(fields)
+            row = {"time": now, "kind": kind, "role": self.role, "member": self.name, "group": self.group,
+                   "member_id": self.member_id, **fields}
+        else:
+            row = {"time": now, "kind": kind, "role": self.role, "member": self.name, "group": self.group, **fields}
         self._events.append(row)
 
     def _observe_response(self, pending: Pending, error: ErrorCode, now: Millis, size: int | None = None) -> None:
         send = pending.send
-        self.observe(now, "response", api=API_NAMES[send.api], broker=str(send.to), correlation=send.request_id,
+        self.observe(now, "response", api=API_NAMES[send.api], broker=send.to.label, correlation=send.request_id,
                      request_time=pending.sent_at, latency_ms=now - pending.sent_at, error=error_name(error),
                      bytes=size)
 
