@@ -29,7 +29,7 @@ def produce_rate(bootstrap: str, topic: str, records: int, partitions: int, valu
         if err is None:
             acked += 1
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for i in range(records):
         while True:
             try:
@@ -40,7 +40,8 @@ def produce_rate(bootstrap: str, topic: str, records: int, partitions: int, valu
         if i % 1000 == 0:
             producer.poll(0)
     producer.flush(120)
-    return {"acked": acked, "produce_rps": acked / (time.perf_counter() - start)}
+    return {"acked": acked, "produce_rps": acked / (time.perf_counter() - start),
+            **_client_cpu("produce", records, time.process_time() - cpu, time.perf_counter() - start)}
 
 
 def fetch_rate(bootstrap: str, topic: str, records: int, partitions: int) -> dict[str, float]:
@@ -50,21 +51,34 @@ def fetch_rate(bootstrap: str, topic: str, records: int, partitions: int) -> dic
                          "fetch.wait.max.ms": 100})
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got = 0
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     deadline = start + 300
     while got < records and time.perf_counter() < deadline:
         for msg in consumer.consume(1000, 0.5):
             if not msg.error():
                 got += 1
     fetch_s = time.perf_counter() - start
+    used = time.process_time() - cpu
     consumer.close()
-    return {"consumed": got, "fetch_rps": got / fetch_s}
+    return {"consumed": got, "fetch_rps": got / fetch_s, **_client_cpu("fetch", got, used, fetch_s)}
+
+
+def _client_cpu(phase: str, records: int, cpu_s: float, wall_s: float) -> dict[str, float]:
+    """The client's own CPU (this process: the Python loop and librdkafka's threads) per record and
+    in cores: near one core, the Python loop (one thread) sets the rate, not the broker."""
+    return {f"{phase}_client_us": cpu_s / max(records, 1) * 1e6, f"{phase}_client_cores": cpu_s / max(wall_s, 1e-9)}
 
 
 def produce_fetch_rates(bootstrap: str, topic: str, records: int, partitions: int, value_bytes: int) -> dict[str, float]:
+    from loadtest.bench.systems import console
+
     create_topic(bootstrap, topic, partitions)
-    return {**produce_rate(bootstrap, topic, records, partitions, value_bytes),
-            **fetch_rate(bootstrap, topic, records, partitions)}
+    rates = {**produce_rate(bootstrap, topic, records, partitions, value_bytes),
+             **fetch_rate(bootstrap, topic, records, partitions)}
+    console.print("    client CPU: " + ", ".join(
+        f"{phase} {rates[f'{phase}_client_us']:.2f} µs/record ({rates[f'{phase}_client_cores']:.2f} cores)"
+        for phase in ("produce", "fetch")))
+    return rates
 
 
 def frame(api_key: int, version: int, body: object) -> bytes:
