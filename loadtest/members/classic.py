@@ -17,96 +17,32 @@ A newly assigned partition starts at its committed offset (OffsetFetch), else at
 (ListOffsets earliest: auto.offset.reset=earliest). Every record handed over is a `delivery`
 observation with its generation; every commit outcome a `commit` observation; every start
 position a `position` observation (docs/experiments.md).
+
+The lifecycle and settings are in classic_state.py; positions, fetching and committing in
+classic_positions.py.
 """
 
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from cluster.gateway.apis import ApiKey
-from cluster.recordbatch import iter_batches
 from loadtest.members.assignors import ASSIGNORS, COOPERATIVE
 from loadtest.members.consumer_protocol import decode_assignment, decode_subscription, encode_assignment, encode_subscription
-from loadtest.members.errors import COORDINATOR_MOVED, LEADER_MOVED, TRANSPORT, error_name
+from loadtest.members.classic_positions import ConsumedPartitions
+from loadtest.members.classic_state import TP, TRANSITIONS, ClassicConfig, ClassicState, IllegalTransition
+from loadtest.members.errors import COORDINATOR_MOVED, TRANSPORT, error_name
 from loadtest.members.lookup import CoordinatorLookup, MetadataCache
 from loadtest.members.machine import Broker, Machine, Millis, Pending
 
-TP = tuple[str, int]
-
-
-class ClassicState(enum.Enum):
-    """A member's lifecycle. Legal transitions (`_TRANSITIONS`):
-
-    UNJOINED  -> JOINING                      JoinGroup sent (once the coordinator is known)
-    JOINING   -> JOINING                      MEMBER_ID_REQUIRED: join again with the given id
-    JOINING   -> ASSIGNING | SYNCING          the leader reads partition counts first; a follower syncs
-    ASSIGNING -> SYNCING                      the leader's plan is ready
-    SYNCING   -> STABLE                       the assignment arrived
-    JOINING | ASSIGNING | SYNCING -> UNJOINED a rebalance error or a lost coordinator: join again
-    STABLE    -> REVOKING                     eager: commit everything, then join
-    STABLE    -> JOINING                      cooperative: rejoin keeping partitions
-    STABLE | REVOKING -> UNJOINED             partitions lost (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID)
-    REVOKING  -> JOINING                      the revocation commit answered
-    any but STOPPED -> LEAVING -> STOPPED     leave(); any -> STOPPED on a fatal error
-    """
-
-    UNJOINED = "unjoined"
-    JOINING = "joining"
-    ASSIGNING = "assigning"
-    SYNCING = "syncing"
-    STABLE = "stable"
-    REVOKING = "revoking"
-    LEAVING = "leaving"
-    STOPPED = "stopped"
-
+__all__ = ["ClassicConfig", "ClassicMember", "ClassicState", "IllegalTransition"]
 
 _S = ClassicState
-_TRANSITIONS: dict[ClassicState, frozenset[ClassicState]] = {
-    _S.UNJOINED: frozenset({_S.JOINING}),
-    _S.JOINING: frozenset({_S.JOINING, _S.ASSIGNING, _S.SYNCING, _S.UNJOINED}),
-    _S.ASSIGNING: frozenset({_S.SYNCING, _S.UNJOINED}),
-    _S.SYNCING: frozenset({_S.STABLE, _S.UNJOINED}),
-    _S.STABLE: frozenset({_S.REVOKING, _S.JOINING, _S.UNJOINED}),
-    _S.REVOKING: frozenset({_S.JOINING, _S.UNJOINED}),
-    _S.LEAVING: frozenset(),
-    _S.STOPPED: frozenset(),
-}
-for _state in _S:
-    if _state is not _S.STOPPED:
-        _TRANSITIONS[_state] = _TRANSITIONS[_state] | {_S.STOPPED} | ({_S.LEAVING} if _state is not _S.LEAVING else set())
 
 
-class IllegalTransition(RuntimeError):
-    pass
-
-
-@dataclass(slots=True)
-class ClassicConfig:
-    group_id: str
-    topics: list[str]
-    assignor: str = "range"
-    session_timeout_ms: int = 10_000
-    rebalance_timeout_ms: int = 30_000
-    heartbeat_interval_ms: int = 3_000
-    commit_interval_ms: int = 5_000  # Kafka's auto.commit.interval.ms
-    # Benchmarks: the next commit goes out when the last is answered (a closed loop), and the interval
-    # only paces the retries while there is nothing to commit. A 1 ms interval instead woke each member
-    # every millisecond whether or not its commit was answered: a core of timer work at 1,000 members.
-    commit_back_to_back: bool = False
-    processing_ms: float = 0.0
-    fetch_max_wait_ms: int = 500
-    fetch_min_bytes: int = 1
-    fetch_max_bytes: int = 1 << 20
-    group_instance_id: str | None = None
-    fetch: bool = True  # False: membership only (heartbeat and commit benchmarks)
-    metadata_max_age_ms: int = 300_000  # Kafka's metadata.max.age.ms: how old a leader's metadata may be to assign
-
-
-class ClassicMember(Machine):
+class ClassicMember(ConsumedPartitions, Machine):
     role = "classic"
 
     def __init__(self, name: str, bootstrap: list[Broker], config: ClassicConfig, **kwargs: Any) -> None:
@@ -142,7 +78,7 @@ class ClassicMember(Machine):
     # -- lifecycle --------------------------------------------------------------------------------
 
     def _to(self, target: ClassicState) -> None:
-        if target not in _TRANSITIONS[self.state]:
+        if target not in TRANSITIONS[self.state]:
             raise IllegalTransition(f"{self.name}: {self.state.name} -> {target.name}")
         self.state = target
 
@@ -359,256 +295,6 @@ class ClassicMember(Machine):
     def _lose_all(self, now: Millis) -> None:
         """Partitions lost without a commit (the generation is gone; a commit would be refused)."""
         self._drop({(t, p) for t, ps in self.assignment.items() for p in ps})
-
-    def _start_positions(self, now: Millis, tps: list[TP]) -> None:
-        for tp in tps:
-            self._epochs += 1
-            self._epoch[tp] = self._epochs
-            self.positions.pop(tp, None)
-            self._resolving.add(tp)
-        self.coordinator.then(now, lambda t: self._offset_fetch(t, tps))
-
-    def _offset_fetch(self, now: Millis, tps: list[TP]) -> None:
-        tps = [tp for tp in tps if tp in self._resolving and tp in self._epoch]
-        if not tps or self.state in (_S.LEAVING, _S.STOPPED):
-            return
-        topics: dict[str, list[int]] = {}
-        for t, p in tps:
-            topics.setdefault(t, []).append(p)
-        body = {"group_id": self.config.group_id, "require_stable": True,
-                "topics": [{"name": t, "partition_indexes": ps} for t, ps in sorted(topics.items())]}
-        epochs = {tp: self._epoch[tp] for tp in tps}
-        self.send(now, ApiKey.OFFSET_FETCH, 7, body, self.coordinator.broker, CoordinatorLookup.LANE,
-                  lambda r, e, t, p: self._on_offset_fetch(r, e, t, p, epochs))
-
-    def _on_offset_fetch(self, response: Any, error: ErrorCode, now: Millis, pending: Pending, epochs: dict[TP, int]) -> None:
-        current = [tp for tp, epoch in epochs.items() if self._epoch.get(tp) == epoch]
-        if not current:
-            return
-        if response is None or response.error_code != ErrorCode.none:
-            if error in COORDINATOR_MOVED or error in TRANSPORT:
-                self.coordinator.lost(now)
-            self.after(f"offset-fetch-{pending.send.request_id}", now + self.retry_backoff_ms,
-                       lambda t: self.coordinator.then(t, lambda t2: self._offset_fetch(t2, current)))
-            return
-        reset: list[TP] = []
-        retry: list[TP] = []
-        for topic in response.topics:
-            for p in topic.partitions:
-                tp = (topic.name, p.partition_index)
-                if tp not in current:
-                    continue
-                if p.error_code != ErrorCode.none:
-                    retry.append(tp)
-                elif p.committed_offset >= 0:
-                    self._position(now, tp, p.committed_offset, "committed", pending.sent_at)
-                else:
-                    reset.append(tp)
-        if reset:
-            self._reset(now, reset)
-        if retry:
-            self.after(f"offset-fetch-{pending.send.request_id}", now + self.retry_backoff_ms,
-                       lambda t: self.coordinator.then(t, lambda t2: self._offset_fetch(t2, retry)))
-
-    def _reset(self, now: Millis, tps: list[TP]) -> None:
-        """auto.offset.reset=earliest: ListOffsets(-2) to each partition's leader."""
-        missing = [tp for tp in tps if tp not in self.metadata.leaders]
-        if missing:
-            self.metadata.refresh(now, names=sorted({t for t, _ in missing}), then=lambda t: self._reset(t, tps))
-            return
-        by_leader: dict[Broker, list[TP]] = {}
-        for tp in tps:
-            by_leader.setdefault(self.metadata.leaders[tp], []).append(tp)
-        for broker, group in by_leader.items():
-            topics: dict[str, list[dict[str, int]]] = {}
-            for t, p in group:
-                topics.setdefault(t, []).append({"partition_index": p, "current_leader_epoch": -1, "timestamp": -2})
-            body = {"replica_id": -1, "isolation_level": 0,
-                    "topics": [{"name": t, "partitions": ps} for t, ps in sorted(topics.items())]}
-            epochs = {tp: self._epoch.get(tp) for tp in group}
-            self.send(now, ApiKey.LIST_OFFSETS, 7, body, broker, "fetch",
-                      lambda r, e, t, p, epochs=epochs: self._on_list_offsets(r, e, t, p, epochs))
-
-    def _on_list_offsets(self, response: Any, error: ErrorCode, now: Millis, pending: Pending, epochs: dict[TP, Any]) -> None:
-        current = [tp for tp, epoch in epochs.items() if epoch is not None and self._epoch.get(tp) == epoch]
-        if not current:
-            return
-        retry = []
-        if response is None:
-            retry = current
-        else:
-            for topic in response.topics:
-                for p in topic.partitions:
-                    tp = (topic.name, p.partition_index)
-                    if tp not in current:
-                        continue
-                    if p.error_code == ErrorCode.none:
-                        self._position(now, tp, p.offset, "reset", pending.sent_at)
-                    else:
-                        retry.append(tp)
-        if retry:
-            for t, p in retry:
-                self.metadata.forget_leader(t, p)
-            self.after(f"reset-{pending.send.request_id}", now + self.retry_backoff_ms, lambda t: self._reset(t, retry))
-
-    def _position(self, now: Millis, tp: TP, offset: int, source: str, request_time: Millis) -> None:
-        self._resolving.discard(tp)
-        self.positions[tp] = offset
-        self.observe(now, "position", generation=self.generation, topic=tp[0], partition=tp[1], offset=offset,
-                     request_time=request_time, detail={"source": source})
-        self._pump(now)
-
-    # -- fetching ------------------------------------------------------------------------------------------
-
-    def _pump(self, now: Millis) -> None:
-        """Send a Fetch to every leader of owned partitions that has none in flight and is not busy."""
-        if not self.config.fetch or self.state in (_S.LEAVING, _S.STOPPED, _S.REVOKING):
-            return
-        by_leader: dict[Broker, list[TP]] = {}
-        unknown = []
-        for tp in self.positions:
-            if tp in self._revoking:
-                continue
-            leader = self.metadata.leaders.get(tp)
-            if leader is None:
-                unknown.append(tp)
-            else:
-                by_leader.setdefault(leader, []).append(tp)
-        if unknown:
-            self.metadata.refresh(now, names=sorted({t for t, _ in unknown}), then=self._pump)
-        for broker, tps in by_leader.items():
-            if broker in self._fetching or self.has_timer(f"fetch:{broker}"):
-                continue
-            self._send_fetch(now, broker, tps)
-
-    def _send_fetch(self, now: Millis, broker: Broker, tps: list[TP]) -> None:
-        topics: dict[str, list[dict[str, int]]] = {}
-        sent = {}
-        for t, p in sorted(tps):
-            offset = self.positions[(t, p)]
-            sent[(t, p)] = (offset, self._epoch[(t, p)])
-            topics.setdefault(t, []).append({"partition": p, "current_leader_epoch": -1, "fetch_offset": offset,
-                                             "last_fetched_epoch": -1, "log_start_offset": -1,
-                                             "partition_max_bytes": self.config.fetch_max_bytes})
-        body = {"replica_id": -1, "max_wait": self.config.fetch_max_wait_ms, "min_bytes": self.config.fetch_min_bytes,
-                "max_bytes": self.config.fetch_max_bytes, "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()], "forgotten_topics_data": [],
-                "rack_id": ""}
-        self._fetching.add(broker)
-        self.send(now, ApiKey.FETCH, 12, body, broker, "fetch",
-                  lambda r, e, t, p: self._on_fetch(r, e, t, p, broker, sent),
-                  timeout_ms=self.request_timeout_ms + self.config.fetch_max_wait_ms)
-
-    def _on_fetch(self, response: Any, error: ErrorCode, now: Millis, pending: Pending, broker: Broker,
-                  sent: dict[TP, tuple[int, int]]) -> None:
-        self._fetching.discard(broker)
-        if response is None or response.error_code != ErrorCode.none:
-            for t, p in sent:
-                self.metadata.forget_leader(t, p)
-            self.after(f"fetch:{broker}", now + self.retry_backoff_ms, self._pump)
-            return
-        delivered = 0
-        for topic in response.responses:
-            for part in topic.partitions:
-                tp = (topic.topic, part.partition_index)
-                expected = sent.get(tp)
-                if (expected is None or tp in self._revoking or self._epoch.get(tp) != expected[1]
-                        or self.positions.get(tp) != expected[0]):
-                    continue  # revoked or reset meanwhile: the records are not ours to hand over
-                if part.error_code == ErrorCode.none:
-                    delivered += self._deliver(now, tp, part.records, pending.sent_at)
-                elif part.error_code == ErrorCode.offset_out_of_range:
-                    self.positions.pop(tp, None)
-                    self._resolving.add(tp)
-                    self._reset(now, [tp])
-                elif part.error_code in LEADER_MOVED:
-                    self.metadata.forget_leader(*tp)
-        if delivered and self.config.processing_ms:
-            self.after(f"fetch:{broker}", now + self.config.processing_ms, self._pump)
-        else:
-            self._pump(now)
-
-    def _deliver(self, now: Millis, tp: TP, records: bytes | None, request_time: Millis) -> int:
-        if not records:
-            return 0
-        position = self.positions[tp]
-        count = 0
-        for _, header in iter_batches(records):
-            last = header.last_offset
-            if last < position:
-                continue
-            for offset in range(max(position, header.base_offset), last + 1):
-                self.observe(now, "delivery", topic=tp[0], partition=tp[1], offset=offset, generation=self.generation,
-                             request_time=request_time)
-                count += 1
-            position = last + 1
-        self.positions[tp] = position
-        return count
-
-    # -- committing ------------------------------------------------------------------------------------------
-
-    def _auto_commit(self, now: Millis) -> None:
-        if self.state in (_S.LEAVING, _S.STOPPED):
-            return
-        if self.state is _S.STABLE:
-            self._commit(now)
-        if not (self.config.commit_back_to_back and self._commit_inflight):
-            self.after("commit", now + self.config.commit_interval_ms, self._auto_commit)
-
-    def _commit(self, now: Millis, then: Any = None, only: set[TP] | None = None) -> None:
-        """Commit every position (of `only`, if given), as Kafka's consumer commits all it has
-        consumed each auto-commit interval; `then` runs after the answer."""
-        if self._commit_inflight:
-            if then is not None:
-                self._after_commit.append(lambda t: self._commit(t, then, only))
-            return
-        offsets = {tp: pos for tp, pos in self.positions.items() if only is None or tp in only}
-        if not offsets or self.coordinator.broker is None or not self.member_id:
-            if then is not None:
-                then(now)
-            return
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for (t, p), offset in sorted(offsets.items()):
-            topics.setdefault(t, []).append({"partition_index": p, "committed_offset": offset,
-                                             "committed_leader_epoch": -1, "committed_metadata": ""})
-        body = {"group_id": self.config.group_id, "generation_id_or_member_epoch": self.generation,
-                "member_id": self.member_id, "group_instance_id": self.config.group_instance_id,
-                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
-        self._commit_inflight = True
-        generation = self.generation
-        self.send(now, ApiKey.OFFSET_COMMIT, 9, body, self.coordinator.broker, CoordinatorLookup.LANE,
-                  lambda r, e, t, p: self._on_commit(r, e, t, p, offsets, generation, then))
-
-    def _on_commit(self, response: Any, error: ErrorCode, now: Millis, pending: Pending, offsets: dict[TP, int],
-                   generation: int, then: Any) -> None:
-        self._commit_inflight = False
-        outcome: dict[TP, ErrorCode] = {tp: error for tp in offsets}
-        if response is not None:
-            for topic in response.topics:
-                for p in topic.partitions:
-                    outcome[(topic.name, p.partition_index)] = p.error_code
-        for (t, p), code in sorted(outcome.items()):
-            if (t, p) not in offsets:
-                continue
-            self.observe(now, "commit", generation=generation, topic=t, partition=p, offset=offsets[(t, p)],
-                         error=error_name(code), request_time=pending.sent_at)
-            if code == ErrorCode.none:
-                self.committed[(t, p)] = offsets[(t, p)]
-        errors = set(outcome.values()) - {ErrorCode.none}
-        waiting, self._after_commit = self._after_commit, []
-        if then is not None:
-            waiting.insert(0, then)
-        if errors & (COORDINATOR_MOVED | TRANSPORT):
-            self.coordinator.lost(now)
-        for work in waiting:
-            work(now)
-        if self.config.commit_back_to_back and not self.has_timer("commit") and self.state is _S.STABLE:
-            self.after("commit", now, self._auto_commit)
-        if self.state is _S.STABLE and generation == self.generation:
-            if ErrorCode.rebalance_in_progress in errors:
-                self._rebalance(now, ErrorCode.rebalance_in_progress)
-            elif errors & {ErrorCode.illegal_generation, ErrorCode.unknown_member_id}:
-                self._rebalance(now, next(iter(errors & {ErrorCode.illegal_generation, ErrorCode.unknown_member_id})))
 
     # -- heartbeats ------------------------------------------------------------------------------------------
 

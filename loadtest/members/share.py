@@ -14,15 +14,13 @@ Each acquired record is acknowledged ACCEPT, RELEASE or REJECT by a seeded rando
 every acknowledgement outcome an `ack` observation, per record (docs/experiments.md). An
 acknowledgement that cannot be sent because its session broke is observed as failed: the broker
 released the records when the connection closed, so they come back.
+
+The lifecycle, settings, sessions and decisions are in share_state.py.
 """
 
 from __future__ import annotations
 
-import base64
-import enum
 import random
-import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -32,68 +30,24 @@ from cluster.recordbatch import iter_batches
 from loadtest.members.errors import COORDINATOR_MOVED, LEADER_MOVED, TRANSPORT, error_name
 from loadtest.members.lookup import CoordinatorLookup, MetadataCache
 from loadtest.members.machine import Broker, Machine, Millis, Pending
-
-GAP, ACCEPT, RELEASE, REJECT = 0, 1, 2, 3
-ACK_NAMES = {ACCEPT: "ACCEPT", RELEASE: "RELEASE", REJECT: "REJECT"}
-_SESSION_RESET = frozenset(
-    {ErrorCode.share_session_not_found, ErrorCode.invalid_share_session_epoch, ErrorCode.share_session_limit_reached}
+from loadtest.members.share_state import (
+    ACCEPT,
+    ACK_NAMES,
+    GAP,
+    REJECT,
+    RELEASE,
+    SESSION_RESET,
+    TP,
+    TRANSITIONS,
+    Decision,
+    Session,
+    ShareConfig,
+    ShareState,
+    new_member_id,
 )
-TP = tuple[Any, int]  # (topic id, partition)
 
+__all__ = ["ShareConfig", "ShareMember", "ShareState"]
 
-class ShareState(enum.Enum):
-    """JOINING -> STABLE (the first heartbeat answered with an epoch); STABLE -> JOINING (fenced:
-    join again); JOINING | STABLE -> LEAVING -> STOPPED; any -> STOPPED on a fatal error."""
-
-    JOINING = "joining"
-    STABLE = "stable"
-    LEAVING = "leaving"
-    STOPPED = "stopped"
-
-
-_TRANSITIONS = {
-    ShareState.JOINING: frozenset({ShareState.STABLE, ShareState.LEAVING, ShareState.STOPPED}),
-    ShareState.STABLE: frozenset({ShareState.JOINING, ShareState.LEAVING, ShareState.STOPPED}),
-    ShareState.LEAVING: frozenset({ShareState.STOPPED}),
-    ShareState.STOPPED: frozenset(),
-}
-
-
-def new_member_id() -> str:
-    """What Kafka clients send: a random UUID in Kafka's URL-safe base64 (22 characters)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-
-
-@dataclass(slots=True)
-class ShareConfig:
-    group_id: str
-    topics: list[str]
-    accept: float = 1.0
-    release: float = 0.0
-    reject: float = 0.0
-    processing_ms: float = 0.0
-    max_records: int = 500
-    max_wait_ms: int = 500
-    piggyback: bool = True
-    seed: int | None = None
-
-
-@dataclass(slots=True)
-class Decision:
-    offset: int
-    kind: int  # GAP, ACCEPT, RELEASE, REJECT
-    delivery_count: int
-
-
-@dataclass(slots=True)
-class Session:
-    broker: Broker
-    epoch: int = 0
-    partitions: set[TP] = field(default_factory=set)
-    busy: bool = False  # a ShareFetch or ShareAcknowledge in flight
-    processing: bool = False  # records handed over, acknowledgements not ready yet
-    ready: dict[TP, list[Decision]] = field(default_factory=dict)  # to acknowledge on the next request
-    closing: bool = False
 
 
 class ShareMember(Machine):
@@ -116,7 +70,7 @@ class ShareMember(Machine):
         self._heartbeat_inflight = False
 
     def _to(self, target: ShareState) -> None:
-        if target not in _TRANSITIONS[self.state]:
+        if target not in TRANSITIONS[self.state]:
             raise RuntimeError(f"{self.name}: {self.state.name} -> {target.name}")
         self.state = target
 
@@ -378,7 +332,7 @@ class ShareMember(Machine):
             return
         for tp in session.partitions:
             name = self.metadata.names.get(tp[0])
-            if name is not None and error not in _SESSION_RESET:
+            if name is not None and error not in SESSION_RESET:
                 self.metadata.forget_leader(name, tp[1])
         self.after(f"backoff:{session.broker}", now + self.retry_backoff_ms, self._pump)
 
