@@ -19,7 +19,7 @@ from kernel.result import PARKED, RequestToken, Result
 from kernel.timer import TimerChange
 
 from cluster.log import LogWriteError
-from cluster.recordbatch import encode_records
+from cluster.runtime.batch_writer import write_batch
 from cluster.runtime.disk import LogDisk
 from cluster.runtime.errors import StorageError
 from cluster.runtime.partition import Partition, Pending, set_exception
@@ -71,7 +71,7 @@ class BatchRunner:
         entries = self.disk.codec.encode_all(records)
         if entries:
             numbered = [(n, key, value) for n, (key, value) in enumerate(entries)]
-            data = bytearray(encode_records(numbered, self.clock.now_ms()))
+            data = bytearray(write_batch(numbered, self.clock.now_ms()))
             try:
                 await self.disk.append(partition.log, [data], partition.epoch)
             except LogWriteError as exc:
