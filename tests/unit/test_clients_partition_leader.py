@@ -75,17 +75,37 @@ def test_fetch_fans_out_one_call_per_actor_and_answers_in_the_callers_order():
     router = FakeRouter({("t", 0): ("a", 3), ("t", 1): ("b", 4), ("t", 2): ("a", 3)}, {"a": a, "b": b})
     outcomes = asyncio.run(PartitionLeaderClient(router).fetch(parts(0, 1, 2), 500, 1, 10_000))
     assert [o.records for o in outcomes] == [b"aa", b"bb", b"cc"]
-    assert a.fetch.calls == [([("t", 0, 3, -1, 0, 1000), ("t", 2, 3, -1, 20, 1000)], 500, 1, 10_000)]
-    assert b.fetch.calls == [([("t", 1, 4, -1, 10, 1000)], 500, 1, 10_000)]
+    # The data is there: one call each, without a wait (and so nothing to cancel and read again).
+    assert a.fetch.calls == [([("t", 0, 3, -1, 0, 1000), ("t", 2, 3, -1, 20, 1000)], 0, 1, 10_000)]
+    assert b.fetch.calls == [([("t", 1, 4, -1, 10, 1000)], 0, 1, 10_000)]
 
 
-def test_data_on_one_actor_asks_the_idle_one_again_without_waiting():
-    idle = asyncio.Event()  # never set: only the second, waitless call can answer
+def test_data_on_one_actor_is_answered_without_waiting_for_the_idle_one():
+    idle = asyncio.Event()  # never set: b never answers a call that waits
     a, b = fetch_actor({0: b"data"}), fetch_actor({}, idle)
     router = FakeRouter({("t", 0): ("a", 1), ("t", 1): ("b", 1)}, {"a": a, "b": b})
     outcomes = asyncio.run(PartitionLeaderClient(router).fetch(parts(0, 1), 30_000, 1, 10_000))
     assert [o.records for o in outcomes] == [b"data", b""]
-    assert [call[1] for call in b.fetch.calls] == [30_000, 0]
+    assert [call[1] for call in b.fetch.calls] == [0]
+
+
+def test_with_nothing_anywhere_every_leader_long_polls_and_data_on_one_asks_the_other_again():
+    async def main():
+        arrived, idle = asyncio.Event(), asyncio.Event()  # idle is never set
+        records: dict[int, bytes] = {}
+        a, b = fetch_actor(records, arrived), fetch_actor({}, idle)
+        router = FakeRouter({("t", 0): ("a", 1), ("t", 1): ("b", 1)}, {"a": a, "b": b})
+        task = asyncio.ensure_future(PartitionLeaderClient(router).fetch(parts(0, 1), 30_000, 1, 10_000))
+        while len(a.fetch.calls) < 2 or len(b.fetch.calls) < 2:
+            await asyncio.sleep(0)
+        records[0] = b"data"
+        arrived.set()
+        return await task, a, b
+
+    outcomes, a, b = asyncio.run(main())
+    assert [o.records for o in outcomes] == [b"data", b""]
+    assert [call[1] for call in a.fetch.calls] == [0, 30_000]
+    assert [call[1] for call in b.fetch.calls] == [0, 30_000, 0]
 
 
 def test_less_than_min_bytes_from_one_actor_leaves_the_other_polling():
@@ -94,16 +114,16 @@ def test_less_than_min_bytes_from_one_actor_leaves_the_other_polling():
         a, b = fetch_actor({0: b"abc"}), fetch_actor({}, polled)
         router = FakeRouter({("t", 0): ("a", 1), ("t", 1): ("b", 1)}, {"a": a, "b": b})
         task = asyncio.ensure_future(PartitionLeaderClient(router).fetch(parts(0, 1), 30_000, 10, 10_000))
-        while not a.fetch.calls or not b.fetch.calls:
+        while len(a.fetch.calls) < 2 or len(b.fetch.calls) < 2:  # 3 bytes of the 10 asked: both long-poll
             await asyncio.sleep(0)
         for _ in range(5):  # let a's answer (3 bytes of the 10 asked) reach the client
             await asyncio.sleep(0)
-        assert not task.done() and len(b.fetch.calls) == 1
+        assert not task.done() and len(b.fetch.calls) == 2
         polled.set()
         return await task, b
 
     outcomes, b = asyncio.run(main())
-    assert [o.records for o in outcomes] == [b"abc", b""] and len(b.fetch.calls) == 1
+    assert [o.records for o in outcomes] == [b"abc", b""] and [call[1] for call in b.fetch.calls] == [0, 30_000]
 
 
 def test_a_dead_actor_answers_not_leader_for_its_partitions_and_refreshes_the_map():
