@@ -9,6 +9,7 @@ understands them unchanged.
 from __future__ import annotations
 
 import enum
+import pickle
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +44,26 @@ class CoordinatorOp(str, enum.Enum):
     @property
     def parks(self) -> bool:
         """JoinGroup and SyncGroup may wait for the rest of the group: they travel as a stream."""
-        return self in (CoordinatorOp.JOIN, CoordinatorOp.SYNC)
+        return self is CoordinatorOp.JOIN or self is CoordinatorOp.SYNC  # identity: no enum __eq__ per request
+
+
+# The group coordinators' batches and their answers cross Ray packed: one C pickle each way
+# (`execute_packed`). Ray pickles arguments and results with cloudpickle, whose Python
+# reducer_override runs for every string and tuple: 50 heartbeats took 63 us against 24 us packed
+# here, and their 50 answers 61 us against 17 us, about 2 us a heartbeat on the gateway and the
+# coordinator together. What C pickle refuses goes as Ray would send it (a list), and comes back so.
+PACKED_METHODS = frozenset({"execute_packed"})
+
+
+def pack(values: list[Any]) -> bytes | list[Any]:
+    try:
+        return pickle.dumps(values, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return values
+
+
+def unpack(data: bytes | list[Any]) -> list[Any]:
+    return pickle.loads(data) if type(data) is bytes else data
 
 
 class PartitionOp(str, enum.Enum):

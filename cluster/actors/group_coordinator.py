@@ -25,6 +25,7 @@ from coordinator.shard import GroupCoordinatorShard
 from cluster.actors.answer_channels import AnswerChannels
 from cluster.actors.common import ActorKind, setup_logging
 from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorError, CoordinatorHost, Item
+from cluster.calls import pack, unpack
 from cluster.config import Config
 from cluster.leadership import Leadership, empty_leadership
 from cluster.metadata import CONSUMER_OFFSETS
@@ -116,6 +117,10 @@ class GroupCoordinatorActor(CoordinatorActorBody):
             elif item[0] == "commit":
                 metrics_registry.inc("offset_commits")
         return outcomes
+
+    async def execute_packed(self, items: bytes | list[Item]) -> bytes | list[Any]:
+        """`execute` with the batch and its answers packed (cluster/calls.py: PACKED_METHODS)."""
+        return pack(await self.execute(unpack(items)))
 
     async def execute_parked(self, items: list[tuple[str, int, Item]]) -> list[Any]:
         """Start operations that may park; each answers later on its gateway's channel

@@ -74,7 +74,9 @@ class CoordinatorClient:
             if call.op.parks:
                 outcome = await self._parked(call)
             else:
-                outcome = await self.router.call_leader(CONSUMER_OFFSETS, call.partition, "execute", call.item, _not_coordinator)
+                outcome = await self.router.call_leader(
+                    CONSUMER_OFFSETS, call.partition, "execute_packed", call.item, _not_coordinator
+                )
         except NoLeader as exc:
             return Failed(ErrorCode.coordinator_not_available, str(exc))
         if isinstance(outcome, CoordinatorError):

@@ -181,7 +181,7 @@ def test_join_and_sync_are_answered_on_the_parked_channel_the_rest_as_batches():
         return outcomes
 
     assert asyncio.run(run()) == ["join ok", "sync ok", "heartbeat ok", "commit ok"]
-    assert [entry[0] for entry in router.log] == ["execute_parked", "execute_parked", "execute", "execute"]
+    assert [entry[0] for entry in router.log] == ["execute_parked", "execute_parked", "execute_packed", "execute_packed"]
 
 
 class Handle:
