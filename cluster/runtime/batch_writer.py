@@ -20,6 +20,8 @@ from collections.abc import Sequence
 
 import crc32c
 
+from cluster.entity_writer import uvarint
+
 _HEAD = struct.Struct(">qiibI")  # base offset, batch length, leader epoch, magic, CRC
 _SEALED = struct.Struct(">hiqqqhii")  # attributes .. record count: the CRC covers these onwards
 _HEAD_AFTER_LENGTH = 9  # leader epoch, magic and CRC: counted in batchLength, not covered by the CRC
@@ -30,16 +32,8 @@ _SMALL = [bytes([n << 1]) for n in range(64)]  # zigzag varints of 0..63: one by
 
 
 def _varint(n: int) -> bytes:
-    """Kafka's signed varint (zigzag, then 7 bits a byte)."""
-    if 0 <= n < 64:
-        return _SMALL[n]
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    """Kafka's signed varint: zigzag, then 7 bits a byte."""
+    return _SMALL[n] if 0 <= n < 64 else uvarint((n << 1) ^ (n >> 63))
 
 
 def _field(data: bytes | None) -> bytes:
