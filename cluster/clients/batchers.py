@@ -5,7 +5,8 @@ actor method made within one tick travels in one Ray call carrying the list of i
 actor answers a list in the same order. Operations that may park (JoinGroup, SyncGroup) start
 this way too; their answers come back over the coordinator's answer channel
 (cluster/clients/parked_answers.py). The group coordinators' batches travel packed (cluster/calls.py,
-PACKED_METHODS).
+PACKED_METHODS), at most two calls per coordinator under way: what comes meanwhile waits for the
+next call, so under load a batch holds more than one tick's requests.
 """
 
 from __future__ import annotations
