@@ -75,8 +75,8 @@ class PartitionLeaderClient:
         self, parts: Sequence[FetchPartition], max_wait_ms: int, min_bytes: int, max_bytes: int
     ) -> list[FetchOutcome]:
         """One outcome per part, in order. Every leader concerned is first asked what it has now, as
-        Kafka reads before it parks a DelayedFetch; only if that is short of min_bytes is every
-        leader asked again with max_wait_ms. Once min_bytes have arrived from some, the others are
+        Kafka reads before it parks a DelayedFetch; only if that is short of min_bytes and no read
+        failed (an error is answered at once, as in Kafka) is every leader asked again with max_wait_ms. Once min_bytes have arrived from some, the others are
         asked again without waiting and their long polls cancelled, so data on one actor is never
         held back by an idle partition on another. (Long-polling first cancelled and re-read, on
         one fetch in three of a consumer catching up, a leader whose data was already on its way.)"""
@@ -101,7 +101,7 @@ class PartitionLeaderClient:
         answered: dict[str, list[FetchOutcome] | None] = dict(zip(per_actor, await asyncio.gather(
             *(answer_or_none(call(actor, 0)) for actor in per_actor))))
         got_bytes = sum(len(o.records) for outs in answered.values() for o in outs or [])
-        if max_wait_ms > 0 and got_bytes < min_bytes:
+        if max_wait_ms > 0 and got_bytes < min_bytes and not any(map(_failed, answered.values())):
             answered.update(await self._long_poll(call, [a for a, outs in answered.items() if outs is not None],
                                                   max_wait_ms, min_bytes))
 
@@ -127,12 +127,15 @@ class PartitionLeaderClient:
         got_bytes = 0
         while pending:
             done, _ = await asyncio.wait(list(pending), return_when=asyncio.FIRST_COMPLETED)
+            failed = False
             for task in done:
                 actor = pending.pop(task)
                 answered[actor] = task.result()
                 got_bytes += sum(len(o.records) for o in answered[actor] or [])
-            if pending and got_bytes > 0 and got_bytes >= min_bytes:
-                # Data arrived: collect the other leaders' state now instead of waiting out their polls.
+                failed = failed or _failed(answered[actor])
+            if pending and (failed or (got_bytes > 0 and got_bytes >= min_bytes)):
+                # Data or an error arrived: collect the other leaders' state now instead of waiting
+                # out their polls (Kafka answers a fetch at once when reading hit an error).
                 for task, actor in list(pending.items()):
                     _cancel(refs[actor])
                     task.cancel()
@@ -324,3 +327,8 @@ def _cancel(ref: Any) -> None:
     """Stop a long poll at the actor too, not just our wait for it (only a Ray ref can be)."""
     if isinstance(ref, ray.ObjectRef):
         ray.cancel(ref)
+
+
+def _failed(outs: list[FetchOutcome] | None) -> bool:
+    """A leader's fetch answer that ends the wait: its actor was gone, or a read hit an error."""
+    return outs is None or any(o.error_code != ErrorCode.none for o in outs)

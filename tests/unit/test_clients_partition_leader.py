@@ -126,6 +126,48 @@ def test_less_than_min_bytes_from_one_actor_leaves_the_other_polling():
     assert [o.records for o in outcomes] == [b"abc", b""] and [call[1] for call in b.fetch.calls] == [0, 30_000]
 
 
+def failing_actor(error: ErrorCode):
+    async def fetch(items, wait, min_bytes, max_bytes):
+        return [FetchOutcome(error, -1, -1, b"") for _ in items]
+
+    return SimpleNamespace(fetch=Method(fetch))
+
+
+def test_an_error_on_one_leader_is_answered_at_once_without_long_polling_the_idle_one():
+    # Kafka answers a fetch at once when reading hit an error (ReplicaManager.fetchMessages).
+    idle = asyncio.Event()  # never set: b never answers a call that waits
+    a, b = failing_actor(ErrorCode.offset_out_of_range), fetch_actor({}, idle)
+    router = FakeRouter({("t", 0): ("a", 1), ("t", 1): ("b", 1)}, {"a": a, "b": b})
+    outcomes = asyncio.run(asyncio.wait_for(PartitionLeaderClient(router).fetch(parts(0, 1), 30_000, 1, 10_000), 10))
+    assert [o.error_code for o in outcomes] == [ErrorCode.offset_out_of_range, ErrorCode.none]
+    assert [call[1] for call in a.fetch.calls] == [0] and [call[1] for call in b.fetch.calls] == [0]
+
+
+def test_an_error_arriving_during_the_long_poll_ends_the_wait_of_the_others():
+    async def main():
+        became_fenced, idle = asyncio.Event(), asyncio.Event()  # idle is never set
+        fenced = {"now": False}
+
+        async def fetch(items, wait, min_bytes, max_bytes):
+            if wait:
+                await became_fenced.wait()
+            error = ErrorCode.fenced_leader_epoch if fenced["now"] else ErrorCode.none
+            return [FetchOutcome(error, -1, -1, b"") for _ in items]
+
+        a, b = SimpleNamespace(fetch=Method(fetch)), fetch_actor({}, idle)
+        router = FakeRouter({("t", 0): ("a", 1), ("t", 1): ("b", 1)}, {"a": a, "b": b})
+        task = asyncio.ensure_future(PartitionLeaderClient(router).fetch(parts(0, 1), 30_000, 1, 10_000))
+        while len(a.fetch.calls) < 2 or len(b.fetch.calls) < 2:
+            await asyncio.sleep(0)
+        fenced["now"] = True
+        became_fenced.set()
+        return await asyncio.wait_for(task, 10), b
+
+    outcomes, b = asyncio.run(main())
+    assert [o.error_code for o in outcomes] == [ErrorCode.fenced_leader_epoch, ErrorCode.none]
+    assert [call[1] for call in b.fetch.calls] == [0, 30_000, 0]
+
+
 def test_a_dead_actor_answers_not_leader_for_its_partitions_and_refreshes_the_map():
     async def dead(*_):
         raise RayActorError()
