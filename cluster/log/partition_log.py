@@ -269,6 +269,16 @@ class PartitionLog:
         if from_offset <= segments[0].base_offset:
             self._unverified = None  # every batch has been checked once: later reads skip the CRCs
 
+    def truncate_to(self, end_offset: int, problem: str) -> None:
+        """Cut every batch at or past `end_offset` (Kafka's Log.truncateTo): after a reopen, the
+        batches of an append that was answered as failed, which recovery keeps when they are whole
+        (their sync failed, and so did cutting them off). Raises LogWriteError if the cut fails."""
+        for segment in self._segments:  # the first batch at or past end_offset, and all after it
+            i = bisect_left(segment.base_offsets, end_offset, 0, segment.count)
+            if i < segment.count:
+                self._cut_at(segment, i, problem)
+                return
+
     def _cut_at(self, segment: Segment, index: int, problem: str) -> None:
         """Cut the log before batch `index` of segment, as recovery at open cuts a corrupt tail."""
         if segment not in self._segments:

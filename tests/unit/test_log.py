@@ -171,6 +171,40 @@ def test_failed_truncate_marks_the_log_failed_until_reopened(path: Path) -> None
     assert reopened.append([one(3)], leader_epoch=0) == [1]
 
 
+def test_a_whole_batch_whose_sync_and_cut_failed_survives_a_reopen_until_truncate_to(path: Path) -> None:
+    # The append was answered as failed, but its bytes are whole in the page cache: recovery
+    # keeps them, so the owner of the log cuts back to the end it knew (Kafka's truncateTo).
+    ops = FlakyOps()
+    log = PartitionLog.open(path, file_ops=ops)
+    log.append([one(0)], leader_epoch=0)
+    ops.fail_fsync = ops.fail_truncate = True
+    with pytest.raises(LogWriteError):
+        log.append([one(1), one(2)], leader_epoch=0)
+    assert log.failed and log.end_offset == 1
+    ops.fail_fsync = ops.fail_truncate = False
+    log.close()
+
+    reopened = PartitionLog.open(path)
+    assert reopened.end_offset == 3  # recovery cannot tell these batches were never answered
+    reopened.truncate_to(1, "not durable when its append failed")
+    assert reopened.end_offset == 1 and reopened.recovery.truncated
+    assert "not durable" in (reopened.recovery.reason or "")
+    reopened.truncate_to(1, "nothing past the end: no cut")
+    assert reopened.append([one(3)], leader_epoch=0) == [1]
+    reopened.close()
+    assert [header(b).base_offset for b in PartitionLog.open(path).batches()] == [0, 1]
+
+
+def test_truncate_to_cuts_across_segments(path: Path) -> None:
+    log = PartitionLog.open(path, SMALL)
+    for i in range(6):
+        log.append([one(i, size=500)], leader_epoch=0)
+    assert log.segment_count > 2
+    log.truncate_to(2, "test")
+    assert log.end_offset == 2 and [header(b).base_offset for b in log.batches()] == [0, 1]
+    assert log.append([one(9)], leader_epoch=0) == [2]
+
+
 # -- recovery -------------------------------------------------------------------------------
 
 
