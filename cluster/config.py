@@ -88,8 +88,8 @@ SETTINGS: dict[str, Setting] = {
         Setting("raygroups.log.flush", "batch", Choice(("batch", "none")),
                 "batch: fsync once per append batch; none: page cache only (survives a process kill, not a power loss)"),
         Setting("raygroups.log.sync", "filesystem", Choice(("filesystem", "file")),
-                "with flush=batch, how a partition leader's appends reach the disk: filesystem: one syncfs(2) for "
-                "all its partitions on a file system (Linux 5.8+, else per file); file: one fsync per partition log "
+                "with flush=batch, how a partition leader's or a coordinator's appends reach the disk: filesystem: one "
+                "syncfs(2) for all its partitions on a file system (Linux 5.8+, else per file); file: one fsync per partition log "
                 "(better when other programs write heavily to the same disk: syncfs writes theirs back too)"),
         Setting("raygroups.log.segment.bytes", 64 * 1024 * 1024, Int(1), "segment size of user-topic logs"),
         Setting("raygroups.coordinator.log.segment.bytes", 4 * 1024 * 1024, Int(1), "segment size of internal logs"),
