@@ -51,7 +51,7 @@ class LogDisk:
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
 
     async def append(self, partition_log: PartitionLog, batches: list[bytearray], epoch: int) -> list[int]:
-        """PartitionLog.append, durable before it returns; raises what append raises."""
+        """PartitionLog.append, durable before it returns (with flush=batch); raises what append raises."""
         group = self._sync_group()
         if group is None:
             return await self.run(partition_log.append, batches, epoch)
@@ -90,9 +90,12 @@ class LogDisk:
         return count
 
     async def reopen(self, partition: Partition) -> None:
-        """After a write the log could not even cut off its tail: its recovery drops the partial
-        batch, so the reverted state matches the log again."""
+        """After a write the log could not even cut off its tail: reopen it and cut it back to the
+        end it had, so that it matches the reverted state again. Recovery alone drops only a torn
+        batch; one whole in the page cache, whose sync failed, it would keep, and a later load
+        would replay what the client was told had failed."""
         old_log, partition.log = partition.log, None
+        end_offset = old_log.end_offset if old_log is not None else None
         if old_log is not None:
             await self.run(old_log.close)
         try:
@@ -101,6 +104,13 @@ class LogDisk:
             # Still unreadable: every later append fails fast until the partition is moved.
             log.exception("%s: reopening the log after a failed write failed", partition.tp)
             partition.log = old_log
+            return
+        if end_offset is not None:
+            try:
+                await self.run(partition.log.truncate_to, end_offset, "not durable when its append failed")
+            except LogWriteError:
+                # The log refuses appends now; its readers stop at end_offset already.
+                log.exception("%s: cutting the failed append off the reopened log failed", partition.tp)
 
     async def compact(self, partition: Partition, now_ms: int) -> None:
         partition.records_since_compaction = 0
