@@ -10,12 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from cluster.log import LogConfig, PartitionLog, group_commit
+from cluster.log import LogConfig, PartitionLog
 from cluster.log.files import FileOps
 from cluster.runtime import CoordinatorRuntime, ManualWakeups, RuntimeConfig, StorageError
 from kernel.clock import ManualClock
 from tests.unit.test_runtime import CODEC, CounterShard
-from tests.unit.test_runtime_shared_sync import TPS, CountingSync, incr_everywhere
+from tests.unit.test_runtime_shared_sync import TPS, incr_everywhere, sync  # noqa: F401 (sync: a fixture)
 
 
 class Disk(FileOps):
@@ -34,12 +34,9 @@ class Disk(FileOps):
         super().truncate(fd, size)
 
 
-@pytest.fixture
-def sync(monkeypatch):
-    counting = CountingSync()
-    monkeypatch.setattr(group_commit, "_SYNCFS", counting)
-    monkeypatch.setattr(group_commit, "syncfs", counting)
-    yield counting
+@pytest.fixture(autouse=True)
+def disk_works_again():
+    yield
     Disk.failing = False
 
 
