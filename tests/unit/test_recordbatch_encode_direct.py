@@ -17,6 +17,7 @@ from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from cluster.recordbatch import CRC_START, decode_records, encode_records, parse_header
+from tests.unit.test_runtime_batch_writer import batches
 
 
 def reference_encode_records(entries, timestamp_ms: int) -> bytes:
@@ -35,33 +36,18 @@ def reference_encode_records(entries, timestamp_ms: int) -> bytes:
     return bytes(batch)
 
 
-data = st.one_of(st.binary(max_size=40), st.binary(min_size=60, max_size=70), st.binary(min_size=8185, max_size=8200))
-
-
-@st.composite
-def batches(draw):
-    keys = draw(st.lists(st.one_of(st.none(), data), min_size=1, max_size=30))
-    values = draw(st.lists(st.one_of(st.none(), data), min_size=len(keys), max_size=len(keys)))
-    first = draw(st.integers(0, 2**40))
-    gaps = draw(st.lists(st.integers(1, 3000), min_size=len(keys), max_size=len(keys)))
-    offsets, offset = [], first
-    for gap in gaps:
-        offsets.append(offset)
-        offset += gap
-    return list(zip(offsets, keys, values))
-
-
 @settings(max_examples=300, deadline=None)
 @given(batches(), st.integers(0, 2**42))
 def test_encode_records_gives_the_kio_encoders_bytes(entries, timestamp_ms):
     assert encode_records(entries, timestamp_ms) == reference_encode_records(entries, timestamp_ms)
 
 
-def test_a_kept_batch_with_gaps_reads_back():
-    entries = [(5, b"a", b"1"), (9, b"b", None), (4000, None, b"x" * 300)]
+def test_a_kept_batch_with_gaps_and_null_keys_reads_back_as_kio_wrote_it():
+    entries = [(5, b"a", b"1"), (9, b"b", None), (4000, None, b"x" * 300), (4001, None, None)]
     batch = encode_records(entries, 1_700_000_000_123)
+    assert batch == reference_encode_records(entries, 1_700_000_000_123)
     header = parse_header(bytearray(batch))
-    assert header.base_offset == 5 and header.last_offset_delta == 3995 and header.size == len(batch)
+    assert header.base_offset == 5 and header.last_offset_delta == 3996 and header.size == len(batch)
     assert decode_records(batch) == entries
 
 
