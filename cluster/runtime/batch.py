@@ -19,7 +19,7 @@ from kernel.result import PARKED, RequestToken, Result
 from kernel.timer import TimerChange
 
 from cluster.log import LogWriteError
-from cluster.runtime.batch_writer import write_batch
+from cluster.record_batch_writer import write_batch
 from cluster.runtime.disk import LogDisk
 from cluster.runtime.errors import StorageError
 from cluster.runtime.partition import Partition, Pending, set_exception

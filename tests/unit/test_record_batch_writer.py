@@ -1,7 +1,7 @@
-"""encode_records writes its batches directly (the runtime's batch_writer) instead of through kio's
-generic writer: for any records a coordinator or compaction writes (fresh batches numbered 0..n-1,
-kept ones with gaps, null keys and values) the bytes are those of the kio-based encoder kept here
-as the reference, and compaction's rewrite still gives a batch that reads back."""
+"""Coordinator record batches written directly (cluster/record_batch_writer.py), for the runtime's
+appends and compaction's rewrites (encode_records): for any records a coordinator or compaction
+writes (fresh batches numbered 0..n-1, kept ones with gaps, null keys and values) the bytes are
+those of the kio-based encoder kept here as the reference, and the batches read back."""
 
 from __future__ import annotations
 
@@ -16,8 +16,24 @@ from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
+from cluster.record_batch_writer import write_batch
 from cluster.recordbatch import CRC_START, decode_records, encode_records, parse_header
-from tests.unit.test_runtime_batch_writer import batches
+
+data = st.one_of(st.binary(max_size=40), st.binary(min_size=60, max_size=70), st.binary(min_size=8185, max_size=8200))
+
+
+@st.composite
+def batches(draw):
+    keys = draw(st.lists(data, min_size=1, max_size=30))
+    values = draw(st.lists(st.one_of(st.none(), data), min_size=len(keys), max_size=len(keys)))
+    first = draw(st.integers(0, 2**40))
+    gaps = draw(st.lists(st.integers(1, 3000), min_size=len(keys), max_size=len(keys)))
+    offsets, offset = [], first
+    for gap in gaps:
+        offsets.append(offset)
+        offset += gap
+    return list(zip(offsets, keys, values))
+
 
 
 def reference_encode_records(entries, timestamp_ms: int) -> bytes:
@@ -38,8 +54,18 @@ def reference_encode_records(entries, timestamp_ms: int) -> bytes:
 
 @settings(max_examples=300, deadline=None)
 @given(batches(), st.integers(0, 2**42))
-def test_encode_records_gives_the_kio_encoders_bytes(entries, timestamp_ms):
-    assert encode_records(entries, timestamp_ms) == reference_encode_records(entries, timestamp_ms)
+def test_write_batch_gives_the_kio_encoders_bytes(entries, timestamp_ms):
+    assert write_batch(entries, timestamp_ms) == reference_encode_records(entries, timestamp_ms)
+    assert encode_records(entries, timestamp_ms) == write_batch(entries, timestamp_ms)  # compaction's path
+
+
+def test_a_fresh_batch_reads_back_with_its_header():
+    entries = [(n, f"key-{n}".encode(), None if n == 2 else b"v" * n) for n in range(4)]
+    batch = write_batch(entries, 1_700_000_000_123)
+    header = parse_header(bytearray(batch))
+    assert header.size == len(batch) and header.last_offset_delta == 3
+    assert header.max_timestamp == 1_700_000_000_123
+    assert decode_records(batch) == entries
 
 
 def test_a_kept_batch_with_gaps_and_null_keys_reads_back_as_kio_wrote_it():
