@@ -34,6 +34,7 @@ from cluster.calls import CoordinatorOp as Op
 from cluster.calls import Failed
 from cluster.gateway.apis import ApiKey, build, build_response, response_class
 from cluster.gateway.connection import Request, shared_answer
+from cluster.gateway.handlers.common import partition_known, refresh_if_unknown
 
 
 def ms(value: Any) -> int:
@@ -176,27 +177,19 @@ async def leave_group(gw: Any, request: Request) -> Any:
 
 async def offset_commit(gw: Any, request: Request) -> Any:
     b, v = request.body, request.api_version
-    topics = gw.leadership.topics
-    for t in b.topics:
-        if t.name not in topics:  # a topic another gateway just created may not have reached this one yet
-            await gw.router.refresh()
-            topics = gw.leadership.topics
-            break
-    unknown = ErrorCode.unknown_topic_or_partition
+    await refresh_if_unknown(gw, [t.name for t in b.topics])
     with_epoch = v >= 6
     known: list[tuple[str, tuple[CommitPartition, ...]]] = []
     answers: dict[tuple[str, int], ErrorCode] = {}
     for t in b.topics:
-        info = topics.get(t.name)
-        count = 0 if info is None else info.partitions
         parts = []
         for p in t.partitions:
             index = p.partition_index
-            if 0 <= index < count:
+            if partition_known(gw, t.name, index):
                 epoch = p.committed_leader_epoch if with_epoch else -1
                 parts.append(CommitPartition(index, p.committed_offset, epoch, p.committed_metadata))
             else:
-                answers[(t.name, index)] = unknown
+                answers[(t.name, index)] = ErrorCode.unknown_topic_or_partition
         if parts:
             known.append((t.name, tuple(parts)))
     if known:
