@@ -10,12 +10,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from cluster.log import LogConfig, PartitionLog
+from cluster.log import PartitionLog
 from cluster.log.files import FileOps
-from cluster.runtime import CoordinatorRuntime, ManualWakeups, RuntimeConfig, StorageError
-from kernel.clock import ManualClock
-from tests.unit.test_runtime import CODEC, CounterShard
-from tests.unit.test_runtime_shared_sync import TPS, incr_everywhere, sync  # noqa: F401 (sync: a fixture)
+from cluster.runtime import StorageError
+from tests.unit.test_runtime_shared_sync import (  # noqa: F401 (sync: a fixture)
+    incr_everywhere,
+    loaded,
+    make_runtime,
+    sync,
+    values_after_reload,
+)
 
 
 class Disk(FileOps):
@@ -40,26 +44,15 @@ def disk_works_again():
     Disk.failing = False
 
 
-def runtime(tmp_path, executor, shared_sync: bool) -> CoordinatorRuntime:
-    clock = ManualClock(1_000_000)
-    return CoordinatorRuntime(
-        codec=CODEC,
-        shard_factory=CounterShard,
-        config=RuntimeConfig(data_dir=tmp_path, log_config=LogConfig(compacted=True), shared_sync=shared_sync),
-        executor=executor,
-        clock=clock,
-        wakeups=ManualWakeups(clock),
-        log_opener=lambda path, config: PartitionLog.open(path, config, Disk()),
-    )
+def options(shared_sync: bool) -> dict:
+    return {"shared_sync": shared_sync, "log_opener": lambda path, config: PartitionLog.open(path, config, Disk())}
 
 
 @pytest.mark.parametrize("shared_sync", [False, True], ids=["fsync-per-log", "shared-syncfs"])
 def test_an_append_that_failed_is_not_in_the_log_after_the_reopen(tmp_path, sync, shared_sync):
     async def main():
         with ThreadPoolExecutor(1) as executor:
-            rt = runtime(tmp_path, executor, shared_sync)
-            for tp in TPS:
-                await rt.load(tp, 1)
+            rt = await loaded(make_runtime(tmp_path, executor, **options(shared_sync)))
             assert await asyncio.gather(*incr_everywhere(rt, "a")) == [1, 1, 1]
             Disk.failing = sync.fail = True
             outcomes = await asyncio.gather(*incr_everywhere(rt, "b"), return_exceptions=True)
@@ -67,11 +60,7 @@ def test_an_append_that_failed_is_not_in_the_log_after_the_reopen(tmp_path, sync
             Disk.failing = sync.fail = False
             assert await asyncio.gather(*incr_everywhere(rt, "a")) == [2, 2, 2]  # after the reopen
             await rt.close()
-            rt = runtime(tmp_path, executor, shared_sync)
-            for tp in TPS:
-                await rt.load(tp, 2)
             # {"a": 2, "b": 1} if the failed increment of b had stayed in the log
-            assert [rt.shard(tp).values for tp in TPS] == [{"a": 2}] * 3
-            await rt.close()
+            assert await values_after_reload(tmp_path, executor, **options(shared_sync)) == [{"a": 2}] * 3
 
     asyncio.run(main())

@@ -43,7 +43,7 @@ def sync(monkeypatch):
     return counting
 
 
-def make_runtime(tmp_path, executor, *, shared_sync=True, log_config=None):
+def make_runtime(tmp_path, executor, *, shared_sync=True, log_config=None, log_opener=None):
     clock = ManualClock(1_000_000)
     return CoordinatorRuntime(
         codec=CODEC,
@@ -56,7 +56,22 @@ def make_runtime(tmp_path, executor, *, shared_sync=True, log_config=None):
         executor=executor,
         clock=clock,
         wakeups=ManualWakeups(clock),
+        log_opener=log_opener,
     )
+
+
+async def loaded(rt, epoch: int = 1):
+    for tp in TPS:
+        await rt.load(tp, epoch)
+    return rt
+
+
+async def values_after_reload(tmp_path, executor, **runtime_options) -> list[dict]:
+    """Every partition's values as a new runtime replays them from the logs on disk."""
+    rt = await loaded(make_runtime(tmp_path, executor, **runtime_options), epoch=2)
+    values = [rt.shard(tp).values for tp in TPS]
+    await rt.close()
+    return values
 
 
 def incr_everywhere(rt, name):
@@ -66,18 +81,12 @@ def incr_everywhere(rt, name):
 def test_partitions_written_at_once_share_one_sync_and_their_records_are_on_disk(tmp_path, sync):
     async def main():
         with ThreadPoolExecutor(1) as executor:
-            rt = make_runtime(tmp_path, executor)
-            for tp in TPS:
-                await rt.load(tp, 1)
+            rt = await loaded(make_runtime(tmp_path, executor))
             calls = sync.calls
             assert await asyncio.gather(*incr_everywhere(rt, "a")) == [1, 1, 1]
             assert sync.calls - calls == 1  # three partitions' batches, one sync
             await rt.close()
-            rt = make_runtime(tmp_path, executor)
-            for tp in TPS:
-                await rt.load(tp, 2)
-                assert rt.shard(tp).values == {"a": 1}
-            await rt.close()
+            assert await values_after_reload(tmp_path, executor) == [{"a": 1}] * 3
 
     asyncio.run(main())
 
@@ -85,9 +94,7 @@ def test_partitions_written_at_once_share_one_sync_and_their_records_are_on_disk
 def test_a_failed_shared_sync_fails_and_reverts_every_batch_in_it(tmp_path, sync):
     async def main():
         with ThreadPoolExecutor(1) as executor:
-            rt = make_runtime(tmp_path, executor)
-            for tp in TPS:
-                await rt.load(tp, 1)
+            rt = await loaded(make_runtime(tmp_path, executor))
             await asyncio.gather(*incr_everywhere(rt, "a"))
             sync.fail = True
             outcomes = await asyncio.gather(*incr_everywhere(rt, "a"), return_exceptions=True)
@@ -95,11 +102,7 @@ def test_a_failed_shared_sync_fails_and_reverts_every_batch_in_it(tmp_path, sync
             sync.fail = False
             assert await asyncio.gather(*incr_everywhere(rt, "a")) == [2, 2, 2]
             await rt.close()
-            rt = make_runtime(tmp_path, executor)
-            for tp in TPS:
-                await rt.load(tp, 2)
-                assert rt.shard(tp).values == {"a": 2}
-            await rt.close()
+            assert await values_after_reload(tmp_path, executor) == [{"a": 2}] * 3
 
     asyncio.run(main())
 
@@ -116,9 +119,7 @@ def test_no_syncfs_where_the_logs_would_not_share_one(tmp_path, sync, log_config
     async def main():
         with ThreadPoolExecutor(1) as executor:
             for shared in (True, False):
-                rt = make_runtime(tmp_path / str(shared), executor, shared_sync=shared, log_config=log_config)
-                for tp in TPS:
-                    await rt.load(tp, 1)
+                rt = await loaded(make_runtime(tmp_path / str(shared), executor, shared_sync=shared, log_config=log_config))
                 assert await asyncio.gather(*incr_everywhere(rt, "a")) == [1, 1, 1]
                 await rt.close()
         assert sync.calls == 0
