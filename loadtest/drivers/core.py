@@ -83,15 +83,9 @@ class DriverCore:
     def on_responses(self, answers: list[tuple[Machine, int, Any, int]]) -> None:
         """Answers as the wire read them: each machine receives its own, in order, then is serviced once."""
         now = self.now()
-        if len(answers) == 1:  # the usual case: one answer per read, no grouping
-            machine, request_id, response, size = answers[0]
-            try:
-                machine.receive(request_id, response, now, size)
-            except Exception as exc:
-                self._crashed(machine, exc)
-            self.service(machine)
-            return
-        for machine, part in _by_owner(answers).items():
+        # The usual case, one answer per read, skips the grouping.
+        owners = ((answers[0][0], answers),) if len(answers) == 1 else _by_owner(answers).items()
+        for machine, part in owners:
             try:
                 for _, request_id, response, size in part:
                     machine.receive(request_id, response, now, size)
