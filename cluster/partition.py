@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from kio.schema.errors import ErrorCode
 
 from cluster.batching import BatchingQueue
-from cluster.log import FlushPolicy, LogWriteError, OffsetOutOfRange, PartitionLog, group_commit
+from cluster.log import LogWriteError, OffsetOutOfRange, PartitionLog, group_commit
 from cluster.producer_state import Accepted, Duplicate, ProducerStateEntry, ProducerStateManager, Verdict
 from cluster.recordbatch import BatchError, BatchHeader, check_produced, parse_header, record_timestamps
 
@@ -82,11 +82,7 @@ class UserPartition:
         self.executor = executor
         # With flush=batch, the appends of every partition on this disk share one sync (one syncfs
         # for all the partitions this leader writes at once) where the kernel makes that safe.
-        self._group = (
-            group_commit.for_directory(executor, log.directory)
-            if log.config.flush is FlushPolicy.BATCH and log.config.sync_filesystem
-            else None
-        )
+        self._group = group_commit.for_logs(executor, log.directory, log.config)
         self.max_batch_bytes = max_batch_bytes
         self.data_appended = asyncio.Event()
         self._appends: BatchingQueue[_Append] = BatchingQueue(self._write)

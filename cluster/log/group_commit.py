@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cluster.batching import BatchingQueue
+from cluster.log.config import FlushPolicy, LogConfig
 from cluster.log.errors import LogError, write_error
 from cluster.log.partition_log import PartitionLog, StagedAppend
 from cluster.recordbatch import BatchHeader
@@ -156,3 +157,11 @@ def for_directory(executor: Executor, directory: Path) -> GroupCommit | None:
     if group is None:
         group = per_device[device] = GroupCommit(executor)
     return group
+
+
+def for_logs(executor: Executor, directory: Path, config: LogConfig) -> GroupCommit | None:
+    """for_directory, for logs of this config: only where each append would be synced anyway
+    (flush=batch; a syncfs must never add a sync to flush=none) and raygroups.log.sync=filesystem."""
+    if config.flush is not FlushPolicy.BATCH or not config.sync_filesystem:
+        return None
+    return for_directory(executor, directory)

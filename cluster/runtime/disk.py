@@ -17,7 +17,7 @@ from typing import Any
 
 from kernel.codec import RecordCodec
 
-from cluster.log import FlushPolicy, LogConfig, LogWriteError, PartitionLog
+from cluster.log import LogConfig, LogWriteError, PartitionLog
 from cluster.log import batch_records, group_commit
 from cluster.runtime.collector_pause import full_collections_paused
 from cluster.runtime.partition import Partition, TopicPartition
@@ -43,8 +43,7 @@ class LogDisk:
         self.log_config = log_config
         self._open = opener or (lambda path, cfg: PartitionLog.open(path, cfg))
         self._key_values = batch_records.reader()
-        # Only where every append would fsync anyway: a syncfs must never add a sync to flush=none.
-        self._shared_sync = shared_sync and log_config.flush is FlushPolicy.BATCH and log_config.sync_filesystem
+        self._shared_sync = shared_sync
         self._group: group_commit.GroupCommit | None = None
 
     async def run(self, fn: Callable, *args: Any) -> Any:
@@ -60,7 +59,7 @@ class LogDisk:
     def _sync_group(self) -> group_commit.GroupCommit | None:
         # Looked up at the first append: the data directory exists once a log is open.
         if self._shared_sync and self._group is None:
-            self._group = group_commit.for_directory(self.executor, self.data_dir)
+            self._group = group_commit.for_logs(self.executor, self.data_dir, self.log_config)
             self._shared_sync = self._group is not None
         return self._group
 
