@@ -76,9 +76,10 @@ class PartitionLeaderClient:
     ) -> list[FetchOutcome]:
         """One outcome per part, in order. Every leader concerned is first asked what it has now, as
         Kafka reads before it parks a DelayedFetch; only if that is short of min_bytes and no read
-        failed (an error is answered at once, as in Kafka) is every leader asked again with max_wait_ms. Once min_bytes have arrived from some, the others are
-        asked again without waiting and their long polls cancelled, so data on one actor is never
-        held back by an idle partition on another. (Long-polling first cancelled and re-read, on
+        failed (an error is answered at once, as in Kafka) is every leader asked again with
+        max_wait_ms. Once min_bytes have arrived from some, the others are asked again without
+        waiting and their long polls cancelled, so data on one actor is never held back by an idle
+        partition on another. (Long-polling first cancelled and re-read, on
         one fetch in three of a consumer catching up, a leader whose data was already on its way.)"""
         outcomes: list[FetchOutcome | None] = [None] * len(parts)
         per_actor: dict[str, list[tuple[int, tuple]]] = {}
