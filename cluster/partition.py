@@ -90,10 +90,6 @@ class UserPartition:
 
     # -- produce -------------------------------------------------------------------------------
 
-    async def produce(self, records: bytes) -> ProduceOutcome:
-        submitted = self.submit(records)
-        return submitted if type(submitted) is ProduceOutcome else await submitted
-
     def submit(self, records: bytes) -> ProduceOutcome | asyncio.Future:
         """Check the batches and queue them for the next append: the outcome of a rejected request
         now, else a future of it. Not a coroutine, so that a leader queues the many requests of one
