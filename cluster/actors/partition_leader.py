@@ -79,9 +79,12 @@ class PartitionLeader:
         async def load_one(topic: str, p: int, epoch: int) -> str | None:
             current = self.partitions.get((topic, p))
             if current is not None:
-                current.epoch = epoch  # re-elected here: the log is already open
-                # Someone else may have led in between: share partitions re-read their state.
-                self.shares.drop_partition(topic, p)
+                if epoch > current.epoch:
+                    current.epoch = epoch  # re-elected here: the log is already open
+                    # Someone else may have led in between: share partitions re-read their state.
+                    self.shares.drop_partition(topic, p)
+                # The same epoch is the controller retrying a load that answered late: nobody led
+                # in between, and re-reading the durable state would forget what members hold.
                 return None
             opening = self._opening.get((topic, p))
             if opening is None:

@@ -193,3 +193,36 @@ def test_a_load_retried_while_the_first_open_is_stuck_joins_it_and_opens_the_log
         await leader.shutdown()
 
     asyncio.run(main())
+
+
+def test_a_load_retried_at_the_same_epoch_keeps_the_share_partitions_and_what_members_hold(tmp_path):
+    """The controller retries a load that did not answer in time at the same epoch (reconciler
+    `_retry_loads`); the partition is already open, and nobody else led it in between, so the share
+    partitions must not read their durable state again: that would hand out the records members
+    hold a second time, with the same delivery count, under one leader epoch."""
+    from sharestate.inflight import AcknowledgeType, RecordState
+    from tests.unit.test_share_partition_manager import Harness, ack, ranges
+
+    async def main():
+        harness = await Harness(tmp_path).start()
+        await harness.produce(3)
+        assert ranges(await harness.fetch("m1")) == [(0, 2, 1)]
+        host = harness.leader.shares.hosts[("g", "t", 0)]
+        await harness.leader.load([("t", 0, harness.epoch)])  # the retried load
+        assert harness.leader.shares.hosts[("g", "t", 0)] is host
+        assert ranges(await harness.fetch("m2")) == []  # m1 still holds 0-2
+        out = await harness.fetch("m1", acks=[ack(0, 2, AcknowledgeType.ACCEPT)], fetch=False)
+        assert out.acknowledge_error_code == ErrorCode.none
+        assert {o: s[0] for o, s in harness.share().offsets().items()} == {}
+        assert harness.durable().start_offset == 3
+        # A newer epoch (it led elsewhere in between) does read the durable state again.
+        await harness.produce(1)
+        assert ranges(await harness.fetch("m1")) == [(3, 3, 1)]
+        harness.epoch += 1
+        await harness.leader.load([("t", 0, harness.epoch)])
+        assert ("g", "t", 0) not in harness.leader.shares.hosts
+        assert ranges(await harness.fetch("m2")) == [(3, 3, 1)]
+        assert RecordState.ACQUIRED in {s[0] for s in harness.share().offsets().values()}
+        await harness.leader.shutdown()
+
+    asyncio.run(main())
