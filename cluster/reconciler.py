@@ -31,6 +31,7 @@ from cluster.actors.common import ActorKind, kind_for_topic
 from cluster.config import Config
 from cluster.gateway_slots import GatewayKeeper
 from cluster.leadership import Leadership
+from cluster.leadership_changes import Cause, LeadershipChange, LeadershipChanges
 from cluster.metrics.registry import REGISTRY
 from cluster.metadata import ClusterMetadata
 from cluster.placement import LiveActor, RebalancePolicy, actors_by_node, desired_leadership, missing_actors
@@ -44,6 +45,10 @@ KIND_COUNT_SETTING = {
     ActorKind.SHARE_COORDINATOR: "raygroups.share.coordinators",
     ActorKind.PARTITION_LEADER: "raygroups.partition.leaders",
 }
+
+
+# The cause of the changes a pass makes, by the reason it was run for (the rest is `placement`).
+REASON_CAUSES = {"startup": Cause.STARTUP, "topics created": Cause.CREATED, "partitions created": Cause.CREATED}
 
 
 class LoadTimeout(Exception):
@@ -96,6 +101,8 @@ class Reconciler:
         )
         self._rebalance_at: float | None = None
         self.gateways = GatewayKeeper(self)
+        self.changes = LeadershipChanges()
+        self._lost_with_node: set[str] = set()  # actors taken as dead because their node left
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -178,6 +185,7 @@ class Reconciler:
                     self.pool.kill(entry.handle)
                 except Exception:
                     pass  # its node is gone: nothing left to kill
+                self._lost_with_node.add(entry.name)
                 self.died(entry, entry.handle)
 
     async def _place(self, reason: str) -> None:
@@ -189,7 +197,11 @@ class Reconciler:
         if lost:
             for kind, count in Counter(kind_for_topic(tp[0]) for tp in lost).items():
                 self.event("unavailable", f"no live {kind.value} actor for {count} partitions")
+            now = time.time()
+            epochs = self.meta().leader_epochs
             for tp in lost:
+                self.changes.record(LeadershipChange(
+                    tp[0], tp[1], epochs.get(tp, 0), None, self.leaders[tp], Cause.UNAVAILABLE, now, now, None))
                 del self.leaders[tp]
                 self.failed_loads.pop(tp, None)
             await self.publish()
@@ -200,9 +212,10 @@ class Reconciler:
         for origin, placement in sorted(by_origin.items(), key=lambda item: item[0] or ""):
             dead = self.actors.get(origin) if origin is not None else None
             if dead is None or dead.alive:
-                await self.move(placement, reason=reason)
+                await self.move(placement, reason=reason, cause=REASON_CAUSES.get(reason, Cause.PLACEMENT))
                 continue
-            await self.move(placement, reason=f"failover from {origin}")
+            cause = Cause.NODE_LOSS if origin in self._lost_with_node else Cause.FAILOVER
+            await self.move(placement, reason=f"failover from {origin}", cause=cause)
             REGISTRY.inc("failovers")
             REGISTRY.inc("failover_partitions", (), len(placement))
             took = (time.time() - (dead.died_at or time.time())) * 1000
@@ -215,21 +228,24 @@ class Reconciler:
         self.moved_at = {tp: t for tp, t in self.moved_at.items() if now - t < policy.cooldown and tp in self.leaders}
         moves = rebalance(self.leaders, live, self.moved_at, now, policy)
         if moves:
-            await self.move(moves, reason="node balance")
+            await self.move(moves, reason="node balance", cause=Cause.BALANCE)
             if len(moves) >= policy.max_moves:
                 self.wake()
         self._rebalance_at = rebalance_due(self.leaders, live, self.moved_at, self.clock(), policy)
 
-    async def move(self, placement: dict[TP, str], reason: str) -> None:
-        """Give each partition its new leader at a bumped epoch (the caller holds the lock)."""
+    async def move(self, placement: dict[TP, str], reason: str, cause: Cause) -> None:
+        """Give each partition its new leader at a bumped epoch (the caller holds the lock), and
+        record each change with its cause and instants (cluster/leadership_changes.py)."""
         if not placement:
             return
         # Release first: two live actors must never append to one log.
         releases: dict[str, list[TP]] = {}
+        previous = {tp: self.leaders.get(tp) for tp in placement}
         for tp, new in placement.items():
-            old = self.leaders.get(tp)
+            old = previous[tp]
             if old is not None and old != new and old in self.actors and self.actors[old].alive:
                 releases.setdefault(old, []).append(tp)
+        began = time.time()
         epochs = await self.bump_epochs(list(placement))
         now = self.clock()
         for tp, name in placement.items():
@@ -240,6 +256,7 @@ class Reconciler:
         await asyncio.gather(
             *(self.pool.unload(self.actors[name].handle, tps) for name, tps in releases.items()), return_exceptions=True
         )
+        released = time.time() if releases else began
         loads: dict[str, list[tuple[str, int, int]]] = {}
         for tp, name in placement.items():
             if tp in epochs:
@@ -247,7 +264,15 @@ class Reconciler:
         results = await asyncio.gather(
             *(self._load(self.actors[name].handle, items) for name, items in loads.items()), return_exceptions=True
         )
+        loaded = time.time()
         for (name, items), result in zip(loads.items(), results):
+            for topic, p, epoch in items:
+                old = previous[(topic, p)]
+                # An actor whose node left may answer until its partitions are loaded elsewhere.
+                gone = loaded if old in self._lost_with_node else (released if old in releases else began)
+                self.changes.record(LeadershipChange(
+                    topic, p, epoch, name, old, cause, began, gone,
+                    None if isinstance(result, BaseException) else loaded))
             if isinstance(result, BaseException):
                 log.error("%s failed to load its partitions: %s", name, result)
                 self.event("load-failed", f"{name} could not load its partitions: {result}")

@@ -32,6 +32,7 @@ from cluster.actors.coordinator_host import coordinator_log_config
 from cluster.config import Config
 from cluster.group_configs import AlterOp, Refusal, apply
 from cluster.leadership import Leadership
+from cluster.leadership_changes import Cause
 from cluster.metadata import (
     CODEC,
     CONSUMER_OFFSETS,
@@ -296,7 +297,7 @@ class Controller:
         if entry.kind is not kind_for_topic(topic):
             raise KeyError(f"{actor} is a {entry.kind.value}; {topic} partitions need a {kind_for_topic(topic).value}")
         async with self.reconciler.lock:
-            await self.reconciler.move({tp: actor}, reason=f"operator move to {actor}")
+            await self.reconciler.move({tp: actor}, reason=f"operator move to {actor}", cause=Cause.OPERATOR_MOVE)
         return self._meta().leader_epochs[tp]
 
     def status(self) -> dict[str, Any]:
@@ -316,6 +317,11 @@ class Controller:
 
     def events_since(self, index: int) -> tuple[int, list[dict[str, Any]]]:
         return len(self.events), self.events[index:]
+
+    def leadership_changes(self, index: int) -> dict[str, Any]:
+        """Every leadership change from `index` on (cluster/leadership_changes.py), for the
+        experiments' run directories."""
+        return self.reconciler.changes.since(index)
 
     async def metrics(self, timeout: float) -> list[dict[str, Any]]:
         """Its own and every live actor's metrics snapshot (issue 13), asked at once; an actor that
@@ -383,6 +389,9 @@ class ControllerActor:
 
     async def events_since(self, index: int) -> tuple[int, list[dict[str, Any]]]:
         return self.controller.events_since(index)
+
+    async def leadership_changes(self, index: int) -> dict[str, Any]:
+        return self.controller.leadership_changes(index)
 
     async def metrics(self, timeout: float) -> list[dict[str, Any]]:
         return await self.controller.metrics(timeout)

@@ -101,6 +101,9 @@ class ControllerClient:
     async def events_since(self, index: int) -> tuple[int, list[dict[str, Any]]]:
         return await self.handle.events_since.remote(index)
 
+    async def leadership_changes(self, index: int) -> dict[str, Any]:
+        return await self.handle.leadership_changes.remote(index)
+
     async def alter_group_configs(self, changes: list[tuple[str, list[Any]]], validate_only: bool) -> list[tuple[int, str | None]]:
         """IncrementalAlterConfigs on GROUP resources: (error code, message) per group, in order."""
         return await self.handle.alter_group_configs.remote(changes, validate_only)

@@ -1,4 +1,5 @@
-"""raygroups' operator API over the Kafka framing: status, actors, kill, move, pause, events.
+"""raygroups' operator API over the Kafka framing: status, actors, kill, move, pause, events,
+leadership (every leadership change, cluster/leadership_changes.py).
 
 Request body: msgpack {"op": name, "args": {...}}; response: msgpack {"ok": true, "result": ...}
 or {"ok": false, "error": "one line"}. Documented in PROTOCOL.md §1 (raygroups extension).
@@ -40,6 +41,8 @@ async def admin(gw: Any, request: Any) -> bytes:
             result = await controller.pause(args["name"], float(args["seconds"]))
         elif op == "events":
             result = await controller.events_since(int(args.get("since", 0)))
+        elif op == "leadership":
+            result = await controller.leadership_changes(int(args.get("since", 0)))
         else:
             return msgpack.packb({"ok": False, "error": f"unknown admin op {op!r}"})
     except Exception as exc:  # KeyError from the controller carries the user-facing message
