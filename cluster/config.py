@@ -52,7 +52,9 @@ SETTINGS: dict[str, Setting] = {
         Setting("group.max.session.timeout.ms", 1_800_000, Int(1), "highest session timeout a member may ask for"),
         Setting("group.max.size", 2_147_483_647, Int(1), "members per classic group"),
         Setting("offsets.topic.num.partitions", 50, Int(1), "partitions of __consumer_offsets"),
-        Setting("offsets.retention.minutes", 10080, Int(1), "how long an Empty group's offsets are kept"),
+        Setting("offsets.retention.minutes", 10080, Int(1),
+                "retention of offsets: an Empty group's (from when it became Empty), a simple group's and a Stable "
+                "consumer group's of topics it no longer subscribes to (from their commit, KIP-496)"),
         Setting("offsets.retention.check.interval.ms", 600_000, Int(1, long=True), "how often expired offsets are removed"),
         Setting("offset.metadata.max.bytes", 4096, Int(0), "largest commit metadata string"),
         # share groups (seed 001)

@@ -7,6 +7,7 @@ commit/fetch validation, loading and the failover view never ask which kind a gr
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kio.schema.errors import ErrorCode
@@ -17,6 +18,20 @@ if TYPE_CHECKING:  # pragma: no cover  (only for the annotations)
     from coordinator.classic.messages import ListedGroup, OffsetCommitRequest
     from coordinator.share.messages import ShareStateDelete
     from coordinator.share.metadata import TopicsImage
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetExpirationCondition:
+    """Kafka's OffsetExpirationConditionImpl: an offset expires `offsets.retention.minutes` after its
+    base timestamp: the group's (when it became Empty) if given, else the offset's own commit."""
+
+    state_timestamp: int | None = None
+
+    def is_offset_expired(self, value: Any, now: int, retention_ms: int) -> bool:
+        if value.expire_timestamp >= 0:  # an old client (OffsetCommit v2-v4) asked for its own retention
+            return now >= value.expire_timestamp
+        base = value.commit_timestamp if self.state_timestamp is None else self.state_timestamp
+        return now - base >= retention_ms
 
 
 class Scheduler(Protocol):
@@ -50,7 +65,11 @@ class Group(Protocol):
 
     def validate_offset_fetch(self) -> ErrorCode | None: ...
 
-    def offset_expired(self, now: int, value: Any, retention_ms: int) -> bool: ...
+    def offset_expiration_condition(self) -> OffsetExpirationCondition | None:
+        """How the group's offsets expire (Kafka's Group.offsetExpirationCondition); None: they do not."""
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """Whether a member may still commit the topic: its offsets do not expire (KIP-496)."""
 
     def is_deletable_without_offsets(self) -> bool:
         """Whether the offsets cleanup deletes the group once its last offset expired."""

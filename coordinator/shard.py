@@ -335,7 +335,8 @@ def _copy_group(group: Group | None) -> Group | None:
 
 
 def group_from_record(group_id: str, value: GroupMetadataValue) -> ClassicGroup:
-    """Kafka's replay of GroupMetadata: Stable if it has members, else Empty."""
+    """Kafka's replay of GroupMetadata: Stable if it has members, else Empty; its subscribed topics
+    computed from the members' subscriptions."""
     group = ClassicGroup(
         group_id,
         state=S.STABLE if value.members else S.EMPTY,
@@ -359,5 +360,6 @@ def group_from_record(group_id: str, value: GroupMetadataValue) -> ClassicGroup:
             )
         )
     group.leader_id = value.leader
+    group.subscribed_topics = group.compute_subscribed_topics()
     return group
 

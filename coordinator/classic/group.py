@@ -14,6 +14,7 @@ gone after a failover: clients rejoin.
 
 from __future__ import annotations
 
+import struct
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -24,8 +25,9 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.classic.layered import LayeredDict, LayeredSet
 from coordinator.classic.messages import ListedGroup, OffsetCommitRequest, Protocols
-from coordinator.classic.records import OffsetCommitValue, classic_group_state, group_tombstone, offset_tombstone
+from coordinator.classic.records import classic_group_state, group_tombstone, offset_tombstone
 from coordinator.classic.state import ClassicGroupState
+from coordinator.group import OffsetExpirationCondition
 from kernel.codec import Record
 from kernel.result import RequestToken
 
@@ -33,6 +35,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from coordinator.group import Scheduler
 
 _S = ClassicGroupState
+
+CONSUMER_PROTOCOL_TYPE = "consumer"  # ConsumerProtocol.PROTOCOL_TYPE
 
 
 def heartbeat_key(group_id: str, member_id: str) -> tuple[str, str, str]:
@@ -123,6 +127,9 @@ class ClassicGroup:
     new_member_added: bool = False  # extends the initial delayed join
     supported_protocols: Counter = field(default_factory=Counter)  # protocol -> members supporting it
     num_awaiting_join: int = 0
+    # Kafka's subscribedTopics: computed when a generation starts and when the group is loaded
+    # (compute_subscribed_topics); None while unknown.
+    subscribed_topics: frozenset[str] | None = None
 
     group_type = "classic"
 
@@ -300,11 +307,46 @@ class ClassicGroup:
         self.generation_id += 1
         if self.members:
             self.protocol_name = self.select_protocol()
+            self.subscribed_topics = self.compute_subscribed_topics()
             self.transition_to(ClassicGroupState.COMPLETING_REBALANCE, now)
         else:
             self.protocol_name = None
+            self.subscribed_topics = self.compute_subscribed_topics()
             self.transition_to(ClassicGroupState.EMPTY, now)
         self.pending_sync_members.clear()
+
+    # -- subscriptions (KIP-496) -------------------------------------------------------------------
+
+    def uses_consumer_protocol(self) -> bool:
+        return self.protocol_type == CONSUMER_PROTOCOL_TYPE
+
+    def compute_subscribed_topics(self) -> frozenset[str] | None:
+        """Kafka's computeSubscribedTopics: the topics the members' consumer-protocol subscriptions
+        for the chosen protocol name, an empty set for a consumer group without members, None when
+        unknown (another protocol type, no protocol chosen yet, or metadata that does not parse)."""
+        if not self.uses_consumer_protocol():
+            return None
+        if not self.members:
+            return frozenset()
+        if self.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        parsed: dict[bytes, set[str] | None] = {}  # members mostly share one subscription
+        for member in self.members.values():
+            metadata = member.metadata(self.protocol_name)
+            if metadata not in parsed:
+                parsed[metadata] = parse_subscription_topics(metadata)
+            if parsed[metadata] is None:
+                return None  # Kafka logs the SchemaException and knows no subscriptions
+            topics |= parsed[metadata]  # type: ignore[operator]
+        return frozenset(topics)
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """Kafka's isSubscribedToTopic: when the subscriptions are not known, a consumer group is
+        taken as subscribed to every topic, any other group to none."""
+        if self.subscribed_topics is None:
+            return self.uses_consumer_protocol()
+        return topic in self.subscribed_topics
 
     # -- the Group protocol (coordinator/group.py) ---------------------------------------------------
 
@@ -361,16 +403,21 @@ class ClassicGroup:
     def validate_offset_fetch(self) -> ErrorCode | None:
         return None
 
-    def offset_expired(self, now: int, value: OffsetCommitValue, retention_ms: int) -> bool:
-        if self.protocol_type and not self.is_in(_S.EMPTY):
-            return False  # Kafka: a live group has no expiration condition, whatever the commit asked
-        if value.expire_timestamp >= 0:  # an old client (OffsetCommit v2-v4) asked for its own retention
-            return now >= value.expire_timestamp
+    def offset_expiration_condition(self) -> OffsetExpirationCondition | None:
+        """Kafka's ClassicGroup.offsetExpirationCondition, whatever an old commit asked for:
+        - Empty: retention counts from when the group became Empty (from each commit when the
+          record had no state timestamp, an old schema);
+        - Stable consumer group whose subscriptions are known (KIP-496): from each commit, for the
+          topics it no longer subscribes to (the caller asks is_subscribed_to_topic);
+        - no protocol type (a "simple" group of committed offsets only): from each commit;
+        - otherwise (rebalancing, or subscriptions unknown) offsets do not expire."""
         if self.protocol_type:
-            base = self.state_timestamp  # retention counts from when the group became Empty
-        else:
-            base = value.commit_timestamp  # a simple group: from the commit itself
-        return now - base >= retention_ms
+            if self.is_in(_S.EMPTY):
+                return OffsetExpirationCondition(self.state_timestamp if self.state_timestamp >= 0 else None)
+            if self.uses_consumer_protocol() and self.subscribed_topics is not None and self.is_in(_S.STABLE):
+                return OffsetExpirationCondition()
+            return None
+        return OffsetExpirationCondition()
 
     def is_deletable_without_offsets(self) -> bool:
         return self.is_in(_S.EMPTY) and self.is_empty()
@@ -397,3 +444,25 @@ class ClassicGroup:
 
 _GROUP_SLOTS = ClassicGroup.__slots__
 _new_group = object.__new__
+
+
+def parse_subscription_topics(metadata: bytes) -> set[str] | None:
+    """The topics of a ConsumerProtocolSubscription, read as version 0, the prefix of every version
+    (as Kafka does, so a newer client's subscription still parses); None if it does not parse."""
+    try:
+        offset = 2  # int16 version
+        (count,) = struct.unpack_from(">i", metadata, offset)
+        offset += 4
+        if count < 0:
+            return None
+        topics = set()
+        for _ in range(count):
+            (length,) = struct.unpack_from(">h", metadata, offset)
+            offset += 2
+            if length < 0 or offset + length > len(metadata):
+                return None
+            topics.add(metadata[offset : offset + length].decode("utf-8"))
+            offset += length
+        return topics
+    except (struct.error, UnicodeDecodeError):
+        return None

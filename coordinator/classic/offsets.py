@@ -3,9 +3,17 @@
 Commits are checked against the group: a member of the current generation may commit; a client
 outside group management (generation -1, no member id: "simple consumers", admin tools) may commit
 only into an Empty group, which it creates if needed. A commit during CompletingRebalance gets
-REBALANCE_IN_PROGRESS. Offsets of an Empty group expire `offsets.retention.minutes` after the group
-became Empty (after their own commit for simple groups); an Empty group whose offsets are all gone
-is deleted.
+REBALANCE_IN_PROGRESS.
+
+Offset expiry (Kafka's GroupCoordinatorShard.cleanupGroupMetadata, OffsetMetadataManager
+.cleanupExpiredOffsets, ClassicGroup.offsetExpirationCondition): offsets expire
+`offsets.retention.minutes` after the group became Empty; after their own commit for a simple group
+(no protocol type) and, for a Stable consumer group whose subscriptions are known, for the topics
+it no longer subscribes to (KIP-496), so a later re-subscription starts from the reset policy, not
+from a stale offset. An offset whose commit asked for its own retention (OffsetCommit v2-v4)
+expires then instead. A group still rebalancing, or whose protocol is not "consumer" or whose
+subscriptions do not parse, keeps its offsets. An Empty group left with no offsets is deleted.
+Kafka also spares offsets with a pending transactional commit; raygroups has no transactions.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from coordinator.classic.messages import (
 )
 from coordinator.classic.rebalance import reschedule_heartbeat
 from coordinator.classic.state import ClassicGroupState as S
-from coordinator.group import Group
+from coordinator.group import Group, OffsetExpirationCondition
 from coordinator.classic.records import OffsetCommitValue, group_tombstone, offset_commit_record, offset_tombstone
 from coordinator.context import OperationContext
 
@@ -94,19 +102,30 @@ def _fetched(partition: int, value: OffsetCommitValue | None) -> FetchedOffset:
 
 def expire_offsets(ctx: OperationContext) -> None:
     """Kafka's cleanupGroupMetadata: drop expired offsets; delete groups left with none that may go."""
-    retention = ctx.config.offsets_retention_ms
     for group_id in sorted(set(ctx.state.offsets) | set(ctx.state.groups)):
         group = ctx.group(group_id)
-        offsets = ctx.state.offsets.get(group_id, {})
-        expired = [key for key, value in offsets.items() if _expired(ctx.now, group, value, retention)]
-        for topic, partition in sorted(expired):
-            ctx.write(offset_tombstone(group_id, topic, partition))
-        if len(expired) == len(offsets) and group is not None and group.is_deletable_without_offsets():
+        if cleanup_expired_offsets(ctx, group_id, group) and group is not None and group.is_deletable_without_offsets():
             ctx.write(group_tombstone(group_id))
             ctx.drop(group_id)
 
 
-def _expired(now: int, group: Group | None, value: OffsetCommitValue, retention: int) -> bool:
-    if group is None:  # offsets without a group: counted from their commit
-        return now - value.commit_timestamp >= retention if value.expire_timestamp < 0 else now >= value.expire_timestamp
-    return group.offset_expired(now, value, retention)
+def cleanup_expired_offsets(ctx: OperationContext, group_id: str, group: Group | None) -> bool:
+    """Kafka's cleanupExpiredOffsets: a tombstone per expired offset; True if the group has none left."""
+    committed = ctx.state.offsets.get(group_id)
+    if not committed:
+        return True
+    # Offsets without a group (not made by replay, which creates a simple group) expire as a simple group's.
+    condition = group.offset_expiration_condition() if group is not None else OffsetExpirationCondition()
+    if condition is None:
+        return False
+    retention = ctx.config.offsets_retention_ms
+    all_expired = True
+    subscribed: dict[str, bool] = {}
+    for (topic, partition), value in sorted(committed.items()):
+        if topic not in subscribed:
+            subscribed[topic] = group is not None and group.is_subscribed_to_topic(topic)
+        if not subscribed[topic] and condition.is_offset_expired(value, ctx.now, retention):
+            ctx.write(offset_tombstone(group_id, topic, partition))
+        else:
+            all_expired = False
+    return all_expired

@@ -155,8 +155,11 @@ class ShareGroup:
         # Kafka's ShareGroup.validateOffsetFetch: a share group has no committed offsets to fetch.
         return ErrorCode.group_id_not_found
 
-    def offset_expired(self, now: int, value: Any, retention_ms: int) -> bool:
-        return False
+    def offset_expiration_condition(self) -> None:
+        return None  # a share group commits no offsets (Kafka does not ask a share group)
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        return topic in self.subscribed_topic_names()
 
     def is_deletable_without_offsets(self) -> bool:
         return False

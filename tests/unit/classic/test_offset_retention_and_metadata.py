@@ -9,7 +9,8 @@ from tests.unit.classic.test_rebalance_scenarios import stable_group_of
 
 
 def test_offsets_with_an_explicit_retention_never_expire_while_their_group_is_not_empty():
-    """OffsetCommit v2-v4 retention: Kafka gives a non-Empty classic group no expiration condition."""
+    """OffsetCommit v2-v4 retention: Kafka gives a Stable group whose subscriptions it cannot read
+    (b"range-meta" is no consumer-protocol subscription) no expiration condition."""
     ctx = Context(offsets_retention_ms=60_000, offsets_retention_check_interval_ms=1_000)
     ctx.run(ctx.shard.on_loaded())
     (m1,) = stable_group_of(ctx, 1)
