@@ -1,9 +1,11 @@
 """Heartbeat and LeaveGroup (seed 000 §5, §7.2).
 
-Heartbeat by state: Empty -> UNKNOWN_MEMBER_ID; PreparingRebalance -> refresh the session,
-REBALANCE_IN_PROGRESS (rejoin); CompletingRebalance -> REBALANCE_IN_PROGRESS (SPEC.md §2, as the
-seed's coordinator answers; Kafka 4.x answers NONE here and refreshes the session); Stable ->
-refresh the session, NONE.
+Heartbeat by state (Kafka 4.x GroupMetadataManager.classicGroupHeartbeatToClassicGroup): Empty ->
+UNKNOWN_MEMBER_ID; PreparingRebalance -> refresh the session, REBALANCE_IN_PROGRESS (rejoin);
+CompletingRebalance -> refresh the session, REBALANCE_IN_PROGRESS (SPEC.md §2, as the seed's
+coordinator answers; Kafka 4.x answers NONE); Stable -> refresh the session, NONE. A member may
+heartbeat between its JoinGroup answer and its SyncGroup: the leader while its assignor runs,
+which may take longer than its session timeout.
 
 LeaveGroup removes members (by member id, or by group.instance.id with an unknown member id, as
 admin tools do); Stable | CompletingRebalance -> PreparingRebalance; PreparingRebalance -> try to
@@ -47,11 +49,9 @@ def heartbeat(ctx: OperationContext, req: HeartbeatRequest) -> HeartbeatResponse
         return HeartbeatResponse(ErrorCode.illegal_generation)
     if group.is_in(S.EMPTY):
         return HeartbeatResponse(ErrorCode.unknown_member_id)
-    if group.is_in(S.COMPLETING_REBALANCE):
-        return HeartbeatResponse(ErrorCode.rebalance_in_progress)
     # A heartbeat only moves the member's session deadline: a timer, not state.
     reschedule_heartbeat(ctx, group, req.member_id)
-    if group.is_in(S.PREPARING_REBALANCE):
+    if group.is_in(S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE):
         return HeartbeatResponse(ErrorCode.rebalance_in_progress)
     return HeartbeatResponse(ErrorCode.none)
 

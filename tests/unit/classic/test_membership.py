@@ -88,6 +88,27 @@ def test_heartbeat_answer_by_state():
     assert ctx2.heartbeat(only, 2).error_code == ErrorCode.unknown_member_id
 
 
+def test_a_heartbeat_during_completing_rebalance_keeps_the_member_alive():
+    """Kafka's classicGroupHeartbeat reschedules the member's heartbeat in CompletingRebalance too: a
+    leader whose assignor runs longer than its session timeout (10 s) stays while it heartbeats.
+    The answer stays REBALANCE_IN_PROGRESS (SPEC §2)."""
+    ctx = Context()
+    m1, m2 = stable_group_of(ctx, 2)
+    ctx.join_new(rebalance=60_000)  # PreparingRebalance; the sync deadline is the rebalance timeout
+    ctx.join(member_id=m1, rebalance=60_000)
+    ctx.join(member_id=m2, rebalance=60_000)
+    m3 = next(m for m in ctx.group().members if m not in (m1, m2))
+    assert ctx.group().state is S.COMPLETING_REBALANCE and ctx.group().is_leader(m1)
+    follower_syncs = [ctx.sync(m2, 2), ctx.sync(m3, 2)]  # parked: their sessions wait for the leader
+    for _ in range(8):  # 24 s in which the leader only heartbeats
+        ctx.advance(3_000)
+        assert ctx.heartbeat(m1, 2).error_code == ErrorCode.rebalance_in_progress
+    assert ctx.group().state is S.COMPLETING_REBALANCE and ctx.group().has_member(m1)
+    ctx.sync(m1, 2, assignments=[(m, b"") for m in (m1, m2, m3)])
+    assert ctx.group().state is S.STABLE and ctx.group().generation_id == 2
+    assert all(s.answer.error_code == NONE for s in follower_syncs)
+
+
 def test_leave_group_batch_and_by_instance_id_and_the_last_member_empties_the_group():
     ctx = Context()
     a = ctx.join_new(instance="i-a")
