@@ -8,8 +8,15 @@ Kafka keeps one share session per (group, member) on each broker the member fetc
 - later requests carry the epoch the session expects, which then moves on (wrapping to 1 after
   2^31-1); they add partitions and forget others (ForgottenTopicsData); a missing session is
   SHARE_SESSION_NOT_FOUND, another epoch INVALID_SHARE_SESSION_EPOCH;
-- epoch -1 closes it (after its acknowledgements), and so does the client's connection closing:
-  then what the member holds on the session's partitions is released at once.
+- epoch -1 closes it (after its acknowledgements), and so does the closing of the connection that
+  created it: then what the member holds on the session's partitions is released at once.
+
+A session belongs to the connection that created it (Kafka 4.2's ShareSession.connectionId and
+ShareSessionCache.connectionIdToSessionMap). Its later requests may come on any connection and do
+not move it; a connection's close ends only a session it created that is still in the cache (a
+replaced or closed one is stale there, KAFKA-19950). So when a member reconnects and opens epoch 0
+before its old connection's close is processed, that close ends nothing: the new session and what
+the member holds stay.
 
 ShareAcknowledge uses the same session and advances the same epoch; it cannot open one.
 Plain data and checks only: the gateway's handler does the I/O.
@@ -48,7 +55,7 @@ class ShareSession:
     group_id: str
     member_id: str
     epoch: int  # what the next request must carry
-    connection_id: int
+    connection_id: int  # the connection that created it: only its close ends the session
     partitions: dict[SharePartitionId, None] = field(default_factory=dict)  # insertion-ordered set
     requests: int = 0  # rotates which partition is served first
     # The gateway's pending leader calls for it: task -> (actor name, wake key).
@@ -131,11 +138,10 @@ class ShareSessionCache:
         session.partitions.update(dict.fromkeys(added))
         self.touched.setdefault(group_id, set()).update(added)
         session.epoch = next_epoch(epoch)
-        session.connection_id = connection_id
         session.requests += 1
         return session, False
 
-    def acknowledge(self, group_id: str, member_id: str, epoch: int, connection_id: int) -> ShareSession:
+    def acknowledge(self, group_id: str, member_id: str, epoch: int) -> ShareSession:
         """The session a ShareAcknowledge runs in; for the final epoch it is out of the cache already."""
         if epoch == INITIAL_EPOCH:
             raise SessionError(ErrorCode.invalid_share_session_epoch, "ShareAcknowledge cannot open a share session")
@@ -152,7 +158,6 @@ class ShareSessionCache:
                 f"share session epoch {epoch} of member {member_id} is not the expected {session.epoch}",
             )
         session.epoch = next_epoch(epoch)
-        session.connection_id = connection_id
         return session
 
     def group_emptied(self, group_id: str) -> set[SharePartitionId]:
@@ -162,7 +167,11 @@ class ShareSessionCache:
         return self.touched.pop(group_id, set())
 
     def disconnected(self, connection_id: int) -> list[ShareSession]:
-        """Remove and return the sessions whose last request came on this connection."""
+        """Remove and return the sessions this connection created that are still in the cache.
+
+        Kafka's connectionIdToSessionMap holds one session per connection (the last it created);
+        a connection here may carry several members' sessions (a raw client), and each ends with it.
+        """
         gone = [s for s in self.sessions.values() if s.connection_id == connection_id]
         for session in gone:
             del self.sessions[session.key]

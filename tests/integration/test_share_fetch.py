@@ -1,6 +1,7 @@
-"""ShareFetch over two partition leaders, spoken raw with kio: one request's MaxRecords is one
-budget over all its partitions (Kafka's ShareFetchUtils.processFetchResponse), wherever they
-are led. Records go one per batch, so the batch-granular soft limit is exact here."""
+"""ShareFetch spoken raw with kio: one request's MaxRecords is one budget over all its partitions
+(Kafka's ShareFetchUtils.processFetchResponse), wherever they are led (records go one per batch,
+so the batch-granular soft limit is exact); and a share session belongs to the connection that
+created it (Kafka's ShareSessionCache.connectionIdToSessionMap), through a reconnect race."""
 
 from __future__ import annotations
 
@@ -93,3 +94,54 @@ def test_one_share_fetch_acquires_at_most_max_records_over_two_leaders(cluster):
     assert max(counts) <= MAX_RECORDS, counts
     # Both leaders had records all along: polls took the whole budget, not half of it.
     assert counts[0] == MAX_RECORDS, counts
+
+
+def gateway_connections(cluster) -> int:
+    """Client connections the gateway has open (this CLI call's own included), as it counts them
+    in connection_lost, right before it ends the sessions the connection created."""
+    result = cluster.cli("status", "--json")
+    assert result.returncode == 0, result.stderr
+    return sum(a["connections"] for a in json.loads(result.stdout)["actors"] if a["kind"] == "gateway")
+
+
+def share_fetch_request(group: str, member: str, epoch: int, topic_id, max_records: int) -> dict:
+    return {"group_id": group, "member_id": member, "share_session_epoch": epoch, "max_wait": 2000,
+            "min_bytes": 1, "max_bytes": 52_428_800, "max_records": max_records, "batch_size": max_records,
+            "topics": [{"topic_id": topic_id, "partitions": [{"partition_index": 0, "acknowledgement_batches": []}]}],
+            "forgotten_topics_data": []}
+
+
+def acquired_offsets(response) -> list[int]:
+    assert response.error_code == ErrorCode.none, response
+    return [o for t in response.responses for p in t.partitions for a in p.acquired_records
+            for o in range(a.first_offset, a.last_offset + 1)]
+
+
+def test_a_reconnect_race_leaves_the_new_share_session_and_its_records_held(cluster):
+    """The member's session was created on connection A; it reconnects on B and opens epoch 0; a
+    request of the new session still under way on A is served there; then A's close is processed.
+    That close ends nothing (the session A created was replaced), so what the member holds stays
+    held: its acknowledgement on B succeeds."""
+    topic, group, member = "share-reconnect", "sg-reconnect", str(uuid.uuid4())
+    create_topic(cluster.bootstrap, topic, 1)
+    confluent_produce(cluster.bootstrap, topic, [(0, None, b"v", []) for _ in range(10)], **{"batch.num.messages": 1})
+    with KioClient(cluster.bootstrap) as b:
+        join(b, group, member, topic, 1)
+        meta = b.call(ApiKey.METADATA, 12, {"topics": [{"name": topic, "topic_id": None}], "allow_auto_topic_creation": False})
+        topic_id = meta.topics[0].topic_id
+        a = KioClient(cluster.bootstrap)
+        held = acquired_offsets(a.call(ApiKey.SHARE_FETCH, 1, share_fetch_request(group, member, 0, topic_id, 3)))
+        held += acquired_offsets(b.call(ApiKey.SHARE_FETCH, 1, share_fetch_request(group, member, 0, topic_id, 3)))
+        assert sorted(held) == list(range(6))  # the replaced session's records stay with the member
+        late = a.call(ApiKey.SHARE_ACKNOWLEDGE, 1, {
+            "group_id": group, "member_id": member, "share_session_epoch": 1, "topics": []})
+        assert late.error_code == ErrorCode.none, late
+        open_now = gateway_connections(cluster)
+        a.close()
+        wait_until(lambda: gateway_connections(cluster) < open_now, what="the gateway to process A's close")
+        acked = b.call(ApiKey.SHARE_ACKNOWLEDGE, 1, {
+            "group_id": group, "member_id": member, "share_session_epoch": 2, "topics": [
+                {"topic_id": topic_id, "partitions": [{"partition_index": 0, "acknowledgement_batches": [
+                    {"first_offset": 0, "last_offset": 5, "acknowledge_types": [1]}]}]}]})
+        assert acked.error_code == ErrorCode.none, acked
+        assert [(p.partition_index, p.error_code) for t in acked.responses for p in t.partitions] == [(0, ErrorCode.none)]

@@ -64,16 +64,20 @@ def _gateway(partitions: FakePartitions):
     return gw
 
 
-def _fetch(epoch: int, topics: list[dict], max_wait: int = 500) -> object:
-    return request(ApiKey.SHARE_FETCH, 1, {
+def _fetch(epoch: int, topics: list[dict], max_wait: int = 500, connection_id: int = 0) -> object:
+    req = request(ApiKey.SHARE_FETCH, 1, {
         "group_id": "g", "member_id": MEMBER, "share_session_epoch": epoch, "max_wait": max_wait,
         "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 100, "batch_size": 100, "topics": topics,
         "forgotten_topics_data": []})
+    req.connection_id = connection_id
+    return req
 
 
-def _acknowledge(epoch: int, topics: list[dict]) -> object:
-    return request(ApiKey.SHARE_ACKNOWLEDGE, 1, {
+def _acknowledge(epoch: int, topics: list[dict], connection_id: int = 0) -> object:
+    req = request(ApiKey.SHARE_ACKNOWLEDGE, 1, {
         "group_id": "g", "member_id": MEMBER, "share_session_epoch": epoch, "topics": topics})
+    req.connection_id = connection_id
+    return req
 
 
 def _topic(topic_id, *partitions, batches=()) -> dict:
@@ -165,3 +169,56 @@ def test_the_leaders_are_told_when_the_session_has_ended_meanwhile():
     assert partitions.closed() is False
     gw.share_sessions.disconnected(0)
     assert partitions.closed() is True and not gw.share_sessions.holds(session)
+
+
+def test_a_reconnect_race_leaves_the_new_session_and_its_records_alone():
+    """Session created on connection A; the member reconnects on B and opens epoch 0; a request
+    of the new session under way on A is served there; A's close, processed afterwards, ends
+    nothing (Kafka: the session belongs to the connection that created it, and A's entry went
+    stale when its session was replaced). B's close ends B's session and releases."""
+    partitions = FakePartitions()
+    gw = _gateway(partitions)
+    a, b = 1, 2
+
+    async def main():
+        await share_fetch.share_fetch(gw, _fetch(0, [_topic(TOPIC.topic_id, 0)], connection_id=a))
+        await share_fetch.share_fetch(gw, _fetch(0, [_topic(TOPIC.topic_id, 0)], connection_id=b))
+        late = await share_fetch.share_acknowledge(gw, _acknowledge(1, [], connection_id=a))
+        assert late.error_code == ErrorCode.none
+        share_fetch.connection_closed(gw, a)
+        await asyncio.sleep(0)  # a release would be under way now
+        assert [c[0] for c in partitions.calls] == ["fetch", "fetch"]
+        acked = await share_fetch.share_acknowledge(
+            gw, _acknowledge(2, [_topic(TOPIC.topic_id, 0, batches=[(0, 0, (1,))])], connection_id=b))
+        assert acked.error_code == ErrorCode.none and acked.responses[0].partitions[0].error_code == ErrorCode.none
+        share_fetch.connection_closed(gw, b)
+        while partitions.calls[-1][0] != "evict":
+            await asyncio.sleep(0)
+
+    asyncio.run(main())
+    assert [c[0] for c in partitions.calls] == ["fetch", "fetch", "fetch", "release", "evict"]
+    assert partitions.calls[3] == ("release", "g", MEMBER, [("t", 0)])
+
+
+def test_a_request_on_another_connection_does_not_move_the_session():
+    """Requests of a session on a connection that did not create it are served, and that
+    connection's close leaves the session; the creating connection's close ends it."""
+    partitions = FakePartitions()
+    gw = _gateway(partitions)
+
+    async def main():
+        await share_fetch.share_fetch(gw, _fetch(0, [_topic(TOPIC.topic_id, 0)], connection_id=1))
+        fetched = await share_fetch.share_fetch(gw, _fetch(1, [], connection_id=2))
+        acked = await share_fetch.share_acknowledge(gw, _acknowledge(2, [], connection_id=3))
+        assert fetched.error_code == acked.error_code == ErrorCode.none
+        share_fetch.connection_closed(gw, 2)
+        share_fetch.connection_closed(gw, 3)
+        await asyncio.sleep(0)
+        assert len(gw.share_sessions) == 1 and [c[0] for c in partitions.calls] == ["fetch", "fetch"]
+        share_fetch.connection_closed(gw, 1)
+        while partitions.calls[-1][0] != "evict":
+            await asyncio.sleep(0)
+
+    asyncio.run(main())
+    assert [c[0] for c in partitions.calls] == ["fetch", "fetch", "release", "evict"]
+

@@ -5,9 +5,10 @@ checks it and translates it; `gw.partitions` (cluster/clients/partition_leader.p
 leader concerned one call carrying the acknowledgements and what to fetch, long-polls, and
 wakes the other leaders when one answers with records (cluster/share/manager.py answers).
 
-When a session ends (final epoch, replaced by a new epoch 0, or its connection closed), what
-the member holds on the session's partitions is released at once, after the session's
-pending calls have come back, as Kafka's ShareSessionCache does through its listener.
+When a session ends (final epoch, or the connection that created it closed), what the member
+holds on the session's partitions is released at once, after the session's pending calls have
+come back, as Kafka's ShareSessionCache does through its listener. A session replaced by a new
+epoch 0 releases nothing: the member keeps its records (Kafka's newContext removes it quietly).
 """
 
 from __future__ import annotations
@@ -168,7 +169,7 @@ async def share_acknowledge(gw: Any, request: Request) -> Any:
     if invalid is not None:
         return _acknowledge_error(v, *invalid)
     try:
-        session = gw.share_sessions.acknowledge(b.group_id, b.member_id, b.share_session_epoch, request.connection_id)
+        session = gw.share_sessions.acknowledge(b.group_id, b.member_id, b.share_session_epoch)
     except SessionError as exc:
         return _acknowledge_error(v, exc.error_code, exc.message)
     outcomes = await call_leaders(gw, session, [], acks)
@@ -297,5 +298,6 @@ def _named(gw: Any, partitions: Iterable[SharePartitionId]) -> list[tuple[str, i
 
 
 def connection_closed(gw: Any, connection_id: int) -> None:
+    """Kafka's ClientConnectionDisconnectListener: end the sessions this connection created."""
     for session in gw.share_sessions.disconnected(connection_id):
         asyncio.ensure_future(end_session(gw, session))
