@@ -73,15 +73,19 @@ def commit_offsets(ctx: OperationContext, req: OffsetCommitRequest) -> OffsetCom
 
 def fetch_offsets(ctx: OperationContext, req: OffsetFetchRequest) -> OffsetFetchResponse:
     """Committed offsets; -1 where none (an unknown group is not an error). No transactions here, so
-    `require_stable` never finds pending transactional offsets to wait for."""
+    `require_stable` never finds pending transactional offsets to wait for.
+
+    Kafka's fetchOffsets / fetchAllOffsets: a group whose validateOffsetFetch says GROUP_ID_NOT_FOUND
+    (a share group: "not a consumer group") is answered as one without offsets, with no error: -1 for
+    each partition asked for, no topics when all were asked for."""
     group = ctx.group(req.group_id)
     error = group.validate_offset_fetch() if group is not None else None
-    if error is not None:
+    if error is not None and error != ErrorCode.group_id_not_found:
         failed = tuple(
             (topic, tuple(FetchedOffset(p, -1, -1, "", error) for p in partitions)) for topic, partitions in (req.topics or ())
         )
         return OffsetFetchResponse(req.group_id, error, failed)
-    committed = ctx.state.offsets.get(req.group_id, {})
+    committed = {} if error is not None else ctx.state.offsets.get(req.group_id, {})
     topics: list[tuple[str, tuple[FetchedOffset, ...]]] = []
     if req.topics is None:
         by_topic: dict[str, list[FetchedOffset]] = {}

@@ -152,7 +152,8 @@ class ShareGroup:
         return ErrorCode.group_id_not_found
 
     def validate_offset_fetch(self) -> ErrorCode | None:
-        # Kafka's ShareGroup.validateOffsetFetch: a share group has no committed offsets to fetch.
+        # Kafka's ShareGroup.validateOffsetFetch: a share group has no committed offsets to fetch;
+        # OffsetFetch answers it as a group without offsets (coordinator/classic/offsets.py).
         return ErrorCode.group_id_not_found
 
     def offset_expiration_condition(self) -> None:

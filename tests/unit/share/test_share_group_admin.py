@@ -8,6 +8,7 @@ from kio.schema.errors import ErrorCode
 from coordinator.classic.messages import (
     CommitPartition,
     DeletedGroup,
+    FetchedOffset,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
@@ -15,6 +16,7 @@ from coordinator.classic.messages import (
     ListedGroup,
     OffsetCommitRequest,
     OffsetFetchRequest,
+    OffsetFetchResponse,
     SyncGroupRequest,
 )
 from coordinator.records import (
@@ -67,9 +69,12 @@ def test_classic_apis_on_a_share_group_id():
     assert shard.sync_group(sync, 2).response.error_code == ErrorCode.unknown_member_id
     commit = OffsetCommitRequest("g", -1, "", None, (("foo", (CommitPartition(0, 5),)),))
     assert shard.commit_offsets(commit).response.topics[0][1][0][1] == ErrorCode.group_id_not_found
-    fetched = shard.fetch_offsets(OffsetFetchRequest("g", (("foo", (0,)),))).response
-    assert fetched.error_code == ErrorCode.group_id_not_found  # Kafka: "is not a consumer group"
-    assert fetched.topics[0][1][0].error_code == ErrorCode.group_id_not_found
+    # Kafka's fetchOffsets / fetchAllOffsets: the share group's validateOffsetFetch throws
+    # GROUP_ID_NOT_FOUND ("is not a consumer group"), which answers as a group without offsets.
+    fetched = shard.fetch_offsets(OffsetFetchRequest("g", (("foo", (0, 1)),))).response
+    assert fetched == OffsetFetchResponse("g", ErrorCode.none, (("foo", (FetchedOffset(0, -1, -1, ""),
+                                                                         FetchedOffset(1, -1, -1, ""))),))
+    assert shard.fetch_offsets(OffsetFetchRequest("g", None)).response == OffsetFetchResponse("g", ErrorCode.none, ())
     # None of those touched the share group.
     assert ctx.run(shard.join_group(join, 3)).error_code == ErrorCode.inconsistent_group_protocol
     assert ctx.take_written() == [] and ctx.group().state is ShareGroupState.STABLE
