@@ -46,6 +46,7 @@ SCHEMA = pa.schema(
         ("key", pa.string()),
         ("detail", pa.string()),
         ("bytes", pa.int64()),
+        ("leader_epoch", pa.int32()),
     ]
 )
 COLUMNS = tuple(SCHEMA.names)

@@ -49,6 +49,9 @@ class Injected:
     partitions: list[str] = field(default_factory=list)  # "topic-partition" whose leader moved
     brokers: list[str] = field(default_factory=list)
     moved: list[tuple[str, int]] = field(default_factory=list)  # every partition whose leader it takes away
+    # target (group, "topic-partition", "group:topic-partition") -> the partition whose leadership
+    # change it waits for (loadtest/experiment/recovery.py); empty for a fault that moves none
+    waits_for: dict[str, tuple[str, int]] = field(default_factory=dict)
     ended_ms: float | None = None
     detail: dict[str, Any] = field(default_factory=dict)
 
@@ -159,17 +162,26 @@ class FaultInjector:
         offsets_n = self._num("offsets.topic.num.partitions", 50)
         state_n = self._num("share.coordinator.state.topic.num.partitions", 50)
         groups = [*self.scenario.classic_groups(), *self.scenario.share_group_specs()]
-        injected.groups = sorted(g for g in groups if (CONSUMER_OFFSETS, group_partition(g, offsets_n)) in moved_set)
+        waits = injected.waits_for
+        for g in groups:
+            if (tp := (CONSUMER_OFFSETS, group_partition(g, offsets_n))) in moved_set:
+                waits[g] = tp
+        injected.groups = sorted(g for g in groups if g in waits)
         partitions = {f"{t}-{p}" for t, p in moved if not t.startswith("__")}
+        waits.update({f"{t}-{p}": (t, p) for t, p in moved if not t.startswith("__")})
         # A share coordinator's partitions stand for the share partitions whose state they hold.
         for g, spec in self.scenario.share_group_specs().items():
             for topic in spec.topics:
                 if topic not in topic_ids:
                     continue
                 for p in range(self.scenario.partitions()[topic]):
-                    if (SHARE_GROUP_STATE, share_state_partition(g, uuid.UUID(topic_ids[topic]), p, state_n)) in moved_set:
+                    tp = (SHARE_GROUP_STATE, share_state_partition(g, uuid.UUID(topic_ids[topic]), p, state_n))
+                    if tp in moved_set:
                         injected.detail.setdefault("share_partitions", []).append(f"{g}:{topic}-{p}")
+                        waits[f"{g}:{topic}-{p}"] = tp
         injected.partitions = sorted(partitions)
+        if injected.spec.action == "pause":
+            waits.clear()  # a paused leader keeps its partitions
         by_name = {a["name"]: a for a in actors}
         injected.brokers = sorted(by_name[n]["address"] for n in injected.actors if n in by_name and by_name[n].get("address"))
 

@@ -14,6 +14,7 @@ CONSUMER_OFFSETS_RECORDS = "records/consumer_offsets.parquet"
 SHARE_STATE_RECORDS = "records/share_group_state.parquet"
 SHARE_STATE_FINAL = "records/share_state_final.parquet"
 CLUSTER_LOG = "cluster.log"
+LEADERSHIP = "leadership.parquet"
 VERDICTS = "verdicts.json"
 REPORT = "report"
 

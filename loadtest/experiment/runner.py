@@ -34,6 +34,7 @@ from loadtest.experiment import rundir
 from loadtest.experiment.cluster_process import ClusterProcess, ClusterStartError
 from loadtest.experiment.eventlog import EventLog
 from loadtest.experiment.faults import Admin, FaultError, FaultInjector, Injected
+from loadtest.experiment.leadership import LeadershipRecorder
 from loadtest.experiment.live import LiveStats, render
 from loadtest.experiment.monitor import Monitor
 from loadtest.experiment.population import Population
@@ -118,6 +119,7 @@ class Experiment:
         (self.run_dir / rundir.SCENARIO_COPY).write_text(self.scenario_text)
         self.events = EventLog(self.run_dir, background=True)
         self.recovery = RecoveryWatch(self.emit)
+        self.leadership: LeadershipRecorder | None = None
         info: dict[str, Any] = self._run_info(started, "running", bootstrap=None, topics=[])
         rundir.write_run_info(self.run_dir, info)
         status = "complete"
@@ -136,6 +138,9 @@ class Experiment:
             monitor = Monitor(driver, brokers, list(population.classic), list(population.share), self.emit)
             stop_monitor = asyncio.Event()
             monitor_task = asyncio.create_task(monitor.run(stop_monitor))
+            self.leadership = LeadershipRecorder(Admin(bootstrap).call, self.recovery.leadership_changed, started)
+            await self.leadership.poll()  # before any fault: whether the cluster records changes
+            leadership_task = asyncio.create_task(self.leadership.run(stop_monitor))
             status = await self._load(driver, population, bootstrap)
             if status == "complete":
                 await self._drain(driver, population, monitor)
@@ -143,6 +148,8 @@ class Experiment:
             await asyncio.gather(*(driver.stop(m, timeout_s=10) for m in population.everyone()))
             stop_monitor.set()
             await monitor_task
+            await leadership_task
+            await self.leadership.poll()  # the last changes, before the cluster stops
         except (ClusterStartError, FaultError) as exc:
             status = "cluster-died" if self.cluster is not None and self.cluster.starts else "not-started"
             self.notes.append(str(exc))
@@ -154,6 +161,11 @@ class Experiment:
                 self.notes.append(f"{len(crashes)} simulated client(s) stopped on a bug in the load client: "
                                   f"first {crashes[0][0]}: {crashes[0][1].strip().splitlines()[-1]}")
             self.events.close()
+            if self.leadership is not None:
+                self.leadership.write(self.run_dir)
+                if not self.leadership.available:
+                    self.notes.append("the cluster does not record its leadership changes (an older raygroups): "
+                                      "the checker falls back to the fault schedule")
             await self._finish_cluster(topics)
             info = self._run_info(started, status, info["cluster"]["bootstrap"], topics)
             rundir.write_run_info(self.run_dir, info)
@@ -285,8 +297,10 @@ class Experiment:
         # A lost node's actors may still answer until the controller moves their partitions: no
         # success counts as a recovery before that (faults.py sets the end).
         since = float("inf") if spec.action == "kill-node" else injected.started_ms
+        recorded = self.leadership is not None and self.leadership.available
         self.recovery.watch(fault_id, injected.started_ms, since, injected.groups, injected.partitions,
-                            injected.detail.get("share_partitions", []), injected.brokers)
+                            injected.detail.get("share_partitions", []), injected.brokers,
+                            injected.waits_for if recorded else None)
         self.stats.fault_lines.append(f"#{fault_id} {spec.action} {injected.target}")
         self._restarting = spec.action == "restart-cluster"
         try:

@@ -344,6 +344,10 @@ class ShareMember(Machine):
         for _, header in iter_batches(bytes(p.records or b"")):
             present.update(range(header.base_offset, header.last_offset + 1))
         topic = self.metadata.names.get(tp[0], str(tp[0]))
+        # The leader epoch that acquired them, as raygroups' gateway reports it with every answer:
+        # it tells whether two deliveries came from one leadership (docs/experiments.md).
+        leader = getattr(p, "current_leader", None)
+        leader_epoch = leader.leader_epoch if leader is not None and leader.leader_epoch >= 0 else None
         decisions = session.ready.setdefault(tp, [])
         count = 0
         for first, last, delivery_count in ranges:
@@ -354,7 +358,7 @@ class ShareMember(Machine):
                 kind = self._rng.choices((ACCEPT, RELEASE, REJECT), self._weights)[0]
                 decisions.append(Decision(offset, kind, delivery_count))
                 self.observe(now, "delivery", topic=topic, partition=tp[1], offset=offset, generation=self.member_epoch,
-                             delivery_count=delivery_count, request_time=request_time)
+                             delivery_count=delivery_count, request_time=request_time, leader_epoch=leader_epoch)
                 count += 1
         return count
 
