@@ -2,13 +2,18 @@
 
 Two ways to see it (docs/experiments.md, invariant 5):
 - two deliveries of the record with the same delivery count: each acquisition counts one more,
-  unless the partition's leadership moved between them (a kill, move, restart or node loss
-  listing it, injected before the second arrived and not yet recovered when the first was asked
-  for): a count is durable only once an acknowledgement or release is written, so the new leader
-  counts on from the written state and may hand the same count out again; or unless the first
-  holder never acknowledged it and its share session may have closed between (it stopped, was
-  fenced, or a fault dropped connections): records released because their session closed give
-  their delivery back (KAFKA-17541, Kafka 4.1+);
+  unless the partition's leadership changed between them: a count is durable only once an
+  acknowledgement or release is written, so a new leader counts on from the written state and may
+  hand the same count out again (KIP-932). Whether it changed is a fact of the run: each delivery
+  carries the leader epoch that acquired it (raygroups' gateway reports it with every answer), and
+  the run directory holds every leadership change the cluster made (leadership.parquet): two
+  deliveries of one epoch came from one leader, whatever the fault schedule says; without epochs,
+  a recorded change straddles them if the first was asked for while the old leader could still
+  serve and the second arrived after the change began. (A run recorded before either existed is
+  judged by the faults that moved the partition, from injection until its recovery was seen.)
+  Or unless the first holder never acknowledged it and its share session may have closed between
+  (it stopped, was fenced, or a fault dropped connections): records released because their
+  session closed give their delivery back (KAFKA-17541, Kafka 4.1+);
 - a delivery to member B asked for after A's delivery arrived and arriving before A's
   acknowledgement, which then succeeded, was sent: A still held the record when B got it.
 """
@@ -18,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from loadtest.check.faults import Move, leadership_moves
+from loadtest.check.leadership import LeaderChange
 from loadtest.check.history import asked_at
 from loadtest.check.rundata import RunData
 from loadtest.check.share import ShareRecord, acked_delivery, delivered_records, redelivered
@@ -64,7 +70,7 @@ def session_ends(run: RunData) -> dict[str | None, list[int]]:
 
 
 def held_twice(
-    record: ShareRecord, moves: list[Move], closed: dict[str | None, list[int]] | None = None
+    record: ShareRecord, moves: list[Move | LeaderChange], closed: dict[str | None, list[int]] | None = None
 ) -> tuple[tuple[str, list[Row]] | None, int]:
     """((why, rows) of the first double acquisition or None, how many same-count pairs a leader
     change explained)."""
@@ -84,11 +90,12 @@ def held_twice(
         by_count[d["delivery_count"]] = d
         if earlier is None:
             continue
-        if any(m.straddles(asked_at(earlier), d["time"]) for m in moves) or session_closed(earlier, d):
+        if leaders_differ(earlier, d, moves) or session_closed(earlier, d):
             excused += 1
             continue
-        return (f"delivered twice with delivery count {d['delivery_count']}, no leader change between",
-                [earlier, d]), excused
+        epoch = d.get("leader_epoch")
+        same = f"from the same leader (epoch {epoch})" if epoch is not None else "no leader change between"
+        return (f"delivered twice with delivery count {d['delivery_count']}, {same}", [earlier, d]), excused
     for ack in record.acks:
         if ack["error"] != "NONE":
             continue
@@ -101,3 +108,11 @@ def held_twice(
                 return (f"acquired by {other['member']} while its holder still held it ({holder['member']}'s "
                         f"{ack['ack_type']} succeeded later)", [holder, other, ack]), excused
     return None, excused
+
+
+def leaders_differ(first: Row, second: Row, moves: list[Move | LeaderChange]) -> bool:
+    """Whether two deliveries of a record may come from two leaderships of its partition."""
+    epochs = first.get("leader_epoch"), second.get("leader_epoch")
+    if None not in epochs:
+        return epochs[0] != epochs[1]
+    return any(m.straddles(asked_at(first), second["time"]) for m in moves)

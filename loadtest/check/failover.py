@@ -1,11 +1,15 @@
-"""failover-rebalance: a group coordinator's failover made a group rebalance.
+"""failover-rebalance: a group coordinator's failover (or any move of it) made a group rebalance.
 
 A failover must be invisible to a healthy group: the new coordinator replays the group and
 restarts every member's session, so members that keep heartbeating keep their generation (classic)
-or epoch (share). For each fault whose `detail.groups` names groups (their coordinator partition
-moved), within [fault, fault end + checks.stable_within_s] no classic member of such a group may
-start a rebalance because the coordinator said ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID or
-REBALANCE_IN_PROGRESS, and no share member may be fenced, unless churn explains it.
+or epoch (share). The same holds for every other move of a `__consumer_offsets` partition: a
+controller balance move, a node that joins or leaves, an operator's move. For each such move the
+cluster recorded (leadership.parquet; every cause but a first placement, and a restarted
+cluster's placement too), within [its start, its new leader loaded + checks.stable_within_s] no
+classic member of a group on that partition may start a rebalance because the coordinator said
+ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID or REBALANCE_IN_PROGRESS, and no share member may be fenced,
+unless churn explains it. (A run without recorded changes is judged by the faults whose
+`detail.groups` name groups, within [fault, fault end + checks.stable_within_s].)
 
 Churn explains a rebalance when a `member_start` or `member_stop` of the group came before it by
 at most the group's session timeout plus heartbeat interval (a member that stops without leaving
@@ -20,23 +24,58 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
+from coordinator.hashing import group_partition
 from loadtest.check.faults import over_at
+from loadtest.check.leadership import FIRST_PLACEMENT
 from loadtest.check.rundata import RunData
 from loadtest.check.verdict import Evidence, Verdict, judged, not_applicable, plural
 
 NAME = "failover-rebalance"
 TITLE = "no rebalance caused by a coordinator failover"
 REBALANCE_CAUSES = ("ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS")
+OFFSETS = "__consumer_offsets"
 Row = dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class CoordinatorMove:
+    start: int
+    settled: int  # when the new coordinator served (a fault's end, without recorded changes)
+    groups: list[str]
+    row: Row  # what the evidence shows of it
+    what: str
+
+
+def coordinator_moves(run: RunData) -> list[CoordinatorMove]:
+    """Every move of a group coordinator the run saw: recorded, or (older runs) the faults."""
+    if run.leadership is None:
+        ends = over_at(run)
+        return [CoordinatorMove(f["time"], ends[f["fault_id"]], list(f["detail"]["groups"]), f, f"fault {f['fault_id']}")
+                for f in run.rows("fault") if f["detail"].get("groups")]
+    partitions = run.info.offsets_partitions
+    on: dict[int, list[str]] = defaultdict(list)
+    for group in run.info.groups:
+        on[group_partition(group, partitions)].append(group)
+    restarts = [f["time"] for f in run.rows("fault") if f["detail"].get("action") == "restart-cluster"]
+    moves = []
+    for c in run.leadership:
+        if c.topic != OFFSETS or c.cause == "unavailable" or not on.get(c.partition):
+            continue
+        if c.cause in FIRST_PLACEMENT and not (c.cause == "startup" and any(t <= c.time for t in restarts)):
+            continue
+        row = {"time": c.time, "kind": "leadership", "topic": c.topic, "partition": c.partition,
+               "leader_epoch": c.leader_epoch, "target": c.actor, "detail": {"cause": c.cause, "previous": c.previous}}
+        moves.append(CoordinatorMove(c.time, c.settled, on[c.partition], row, f"{c.cause} to epoch {c.leader_epoch}"))
+    return moves
+
+
 def failover_rebalance(run: RunData) -> Verdict:
-    faults = [f for f in run.rows("fault") if f["detail"].get("groups")]
-    if not faults:
-        return not_applicable(NAME, TITLE, "no fault moved a group coordinator")
-    ends = over_at(run)
+    moves = coordinator_moves(run)
+    if not moves:
+        return not_applicable(NAME, TITLE, "no group coordinator moved")
     bound = run.info.stable_within_us
     rebalances = _rebalances(run)
     churn: dict[str, list[int]] = defaultdict(list)
@@ -46,9 +85,9 @@ def failover_rebalance(run: RunData) -> Verdict:
         times.sort()
     evidence = Evidence()
     checked = violations = excused = 0
-    for fault in faults:
-        start, end = fault["time"], ends[fault["fault_id"]] + bound
-        for group in fault["detail"]["groups"]:
+    for move in moves:
+        start, end = move.start, move.settled + bound
+        for group in move.groups:
             checked += 1
             reach = run.info.churn_reach(group)
             caused = []
@@ -61,8 +100,7 @@ def failover_rebalance(run: RunData) -> Verdict:
                     caused.append(row)
             if caused:
                 violations += 1
-                evidence.add(f"{group} rebalanced after its coordinator moved (fault {fault['fault_id']})",
-                             fault, *caused[:5])
+                evidence.add(f"{group} rebalanced after its coordinator moved ({move.what})", move.row, *caused[:5])
     if violations:
         summary = f"{violations} of {plural(checked, 'group')} whose coordinator moved rebalanced because of it"
     else:

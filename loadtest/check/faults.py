@@ -1,10 +1,12 @@
-"""The faults of a run as the checks need them: when each was over, whose leadership it moved."""
+"""The faults of a run as the checks need them: when each was over, whose leadership it moved
+(from the cluster's recorded leadership changes where the run has them, loadtest/check/leadership.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from loadtest.check.leadership import LeaderChange, by_partition
 from loadtest.check.rundata import RunData
 
 Row = dict[str, Any]
@@ -41,8 +43,11 @@ class Move:
         return self.fault["time"] <= second_arrived and (self.recovered is None or first_asked < self.recovered)
 
 
-def leadership_moves(run: RunData) -> dict[str, list[Move]]:
-    """"topic-partition" -> the faults that moved its leadership."""
+def leadership_moves(run: RunData) -> dict[str, list[Move | LeaderChange]]:
+    """"topic-partition" -> when its leadership moved: the changes the cluster recorded, or, for a
+    run without them (an older run directory or cluster), the faults that moved it."""
+    if run.leadership is not None:
+        return by_partition(run.leadership)  # type: ignore[return-value]
     recovered = recovered_at(run)
     out: dict[str, list[Move]] = {}
     for fault in run.rows("fault"):

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from loadtest.check.leadership import LeaderChange
 from loadtest.check.runinfo import RunInfo, load_info
 from loadtest.experiment import rundir
 from loadtest.experiment.eventlog import SCHEMA, read_events
@@ -31,7 +32,7 @@ _BASE = ("time", "kind")
 # The columns each kind sets (docs/experiments.md, "Event kinds"); request/response are not checked.
 KIND_COLUMNS: dict[str, tuple[str, ...]] = {
     "delivery": ("role", "member", "group", "topic", "partition", "offset", "generation", "request_time",
-                 "delivery_count"),
+                 "delivery_count", "leader_epoch"),
     "ack": ("member", "group", "topic", "partition", "offset", "ack_type", "error", "request_time", "delivery_count"),
     "commit": ("member", "group", "generation", "topic", "partition", "offset", "error", "request_time"),
     "position": ("member", "group", "generation", "topic", "partition", "offset", "request_time", "detail"),
@@ -59,6 +60,9 @@ class RunData:
     events: dict[str, pa.Table]  # kind -> its rows, by time; times as int64 microseconds
     share_state: pa.Table | None  # records/share_group_state.parquet (None: missing or unreadable)
     share_final: pa.Table | None  # records/share_state_final.parquet
+    # leadership.parquet: the leadership changes the cluster made, by time (None: not recorded, an
+    # older run or an older cluster; the checks then reason from the fault schedule)
+    leadership: list[LeaderChange] | None = None
     notes: list[str] = field(default_factory=list)  # what was missing, for the summaries
     _rows: dict[str, list[Row]] = field(default_factory=dict)
     _derived: dict[str, Any] = field(default_factory=dict)
@@ -102,7 +106,21 @@ def load_run(run_dir: Path) -> RunData:
     share_final = _records(run_dir, rundir.SHARE_STATE_FINAL, notes)
     if not info.share_groups:
         notes = []  # the records matter to share groups only
-    return RunData(run_dir, info, split_by_kind(table), share_state, share_final, notes)
+    leadership = read_leadership(run_dir / rundir.LEADERSHIP)
+    return RunData(run_dir, info, split_by_kind(table), share_state, share_final, leadership, notes)
+
+
+def read_leadership(path: Path) -> list[LeaderChange] | None:
+    """The recorded leadership changes, times as int64 microseconds like the event rows."""
+    if not path.is_file():
+        return None
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError):
+        return None
+    for name in ("time", "released", "loaded"):
+        table = table.set_column(table.schema.get_field_index(name), name, pc.cast(table[name], pa.int64()))
+    return sorted((LeaderChange(**row) for row in table.to_pylist()), key=lambda c: c.time)
 
 
 def split_by_kind(table: pa.Table) -> dict[str, pa.Table]:

@@ -29,6 +29,7 @@ class RunInfo:
     # group -> how long after a member starts or stops its group may still rebalance because of it
     churn_reach_us: dict[str, int] = field(default_factory=dict)
     share_churn_reach_us: int = 2 * SHARE_HEARTBEAT_MS * 1000
+    offsets_partitions: int = 50  # offsets.topic.num.partitions: where each group's coordinator is
 
     @property
     def groups(self) -> dict[str, list[str]]:
@@ -68,6 +69,7 @@ def parse_info(raw: dict[str, Any]) -> RunInfo:
         share_auto_offset_reset=str(settings.get("share.auto.offset.reset", "latest")),
         churn_reach_us=_churn_reach(scenario),
         share_churn_reach_us=_share_churn_reach(settings),
+        offsets_partitions=int(settings.get("offsets.topic.num.partitions", 50)),
     )
 
 

@@ -26,12 +26,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from coordinator.hashing import group_partition
 from loadtest.check import CheckResult, Verdict, run_check
+from loadtest.check.leadership import LeaderChange
 from loadtest.check.rundata import RunData, split_by_kind
 from loadtest.check.runinfo import parse_info
 from loadtest.check.verdict import iso
 from loadtest.experiment import rundir
 from loadtest.experiment.eventlog import EventLog, rows_to_table
+from loadtest.experiment.leadership import Change, write_changes
 from loadtest.experiment.records import SHARE_FINAL_SCHEMA, SHARE_STATE_SCHEMA
 
 T0_MS = 1_795_000_000_000.0  # 2026-11-18T11:06:40Z: the run's start, wall-clock milliseconds
@@ -63,6 +66,7 @@ class RunBuilder:
     info: dict[str, Any] = field(default_factory=lambda: run_json())
     share_state: list[Row] | None = field(default_factory=list)  # None: the file is not written
     share_final: list[Row] | None = field(default_factory=list)
+    leadership: list[Change] | None = None  # None: no leadership.parquet (an older run)
 
     # -- rows ------------------------------------------------------------------------------------------
 
@@ -107,10 +111,34 @@ class RunBuilder:
                         generation=generation, detail={"assignment": {TOPIC: partitions}})
 
     def share_delivery(self, member: str, partition: int, offset: int, count: int, at: float,
-                       asked: float | None = None) -> Row:
+                       asked: float | None = None, leader_epoch: int | None = None) -> Row:
         return self.add("delivery", at, at - 0.04 if asked is None else asked, role="share", member=member,
                         group=SHARE, topic=TOPIC, partition=partition, offset=offset, generation=1,
-                        delivery_count=count)
+                        delivery_count=count, leader_epoch=leader_epoch)
+
+    def leader_change(self, topic: str, partition: int, epoch: int, began: float, cause: str,
+                      released: float | None = None, loaded: float | None = None, actor: str = "partition-leader-1",
+                      previous: str | None = "partition-leader-0") -> Change:
+        """A leadership change the cluster recorded (leadership.parquet); released defaults to
+        `began` (a failover), loaded to 0.3 s after it."""
+        change = Change(ms(began), topic, partition, epoch, actor, previous, cause,
+                        ms(began if released is None else released), ms(began + 0.3 if loaded is None else loaded))
+        self.leadership = [*(self.leadership or []), change]
+        return change
+
+    def record_leadership(self) -> "RunBuilder":
+        """The clean run as a cluster that records its leadership changes saw it: every partition
+        placed at start, F0's failover of billing-0's coordinator, F1's move of orders-0."""
+        offsets = group_partition(CLASSIC, 50)
+        self.leadership = []
+        self.leader_change("__consumer_offsets", offsets, 1, 0.2, "startup", actor="group-coordinator-0", previous=None)
+        for p in range(PARTITIONS):
+            self.leader_change(TOPIC, p, 1, 0.4, "created", actor=f"partition-leader-{p}", previous=None)
+        self.leader_change("__consumer_offsets", offsets, 2, F0_AT + 0.3, "failover", actor="group-coordinator-1",
+                           previous="group-coordinator-0")
+        self.leader_change(TOPIC, 0, 2, F1_AT + 0.1, "operator-move", released=F1_AT + 0.2, loaded=F1_AT + 0.4,
+                           actor="partition-leader-1", previous="partition-leader-0")
+        return self
 
     def ack(self, member: str, partition: int, offset: int, count: int, ack_type: str, at: float,
             error: str = "NONE") -> Row:
@@ -156,6 +184,8 @@ class RunBuilder:
         if self.share_final is not None:
             pq.write_table(pa.Table.from_pylist(self.share_final, schema=SHARE_FINAL_SCHEMA),
                            run_dir / rundir.SHARE_STATE_FINAL)
+        if self.leadership is not None:
+            write_changes(run_dir / rundir.LEADERSHIP, self.leadership)
         return run_dir
 
     def run_data(self, run_dir: Path = Path("memory")) -> RunData:
@@ -163,7 +193,13 @@ class RunBuilder:
         events = split_by_kind(rows_to_table(sorted(self.rows, key=lambda r: r["time"])))
         state = pa.Table.from_pylist(self.share_state, schema=SHARE_STATE_SCHEMA) if self.share_state is not None else None
         final = pa.Table.from_pylist(self.share_final, schema=SHARE_FINAL_SCHEMA) if self.share_final is not None else None
-        return RunData(run_dir, parse_info(self.info), events, state, final)
+        leadership = None
+        if self.leadership is not None:
+            leadership = [LeaderChange(int(c.began_ms * 1000), c.topic, c.partition, c.leader_epoch, c.actor, c.previous,
+                                       c.cause, int(c.released_ms * 1000),
+                                       None if c.loaded_ms is None else int(c.loaded_ms * 1000))
+                          for c in sorted(self.leadership, key=lambda c: c.began_ms)]
+        return RunData(run_dir, parse_info(self.info), events, state, final, leadership)
 
 
 def run_json(classic: bool = True, share: bool = True) -> dict[str, Any]:
