@@ -7,6 +7,11 @@ covers whole are handed out whole; a batch tracked per offset (or cut by the rea
 available offsets; records never fetched become new in-flight batches cut at log batch
 boundaries. max_records and group.share.partition.max.record.locks are soft caps, checked before
 each batch and never inside one (lastOffsetAndMaxRecordsToAcquire).
+
+Throttled delivery (apache/kafka#20837): once a batch's records near group.share.delivery.count.limit
+they are handed out in ever smaller pieces, each in a fetch of its own, down to one record on its
+last allowed delivery, so a record no consumer can process is archived alone rather than with
+every record of its batch (see _acquire_subset).
 """
 
 from __future__ import annotations
@@ -35,7 +40,13 @@ def acquire(
     while pos <= last and count < max_to_acquire:
         batch = sp.batch_at(pos)
         if batch is not None:
-            count += _acquire_cached(sp, batch, pos, last, member_id, lock_id, acquired)
+            throttled = _should_throttle(sp, batch, pos, last)
+            if throttled and count > 0:
+                break  # not together with what this fetch took already: on their own, next fetch
+            taken = _acquire_cached(sp, batch, pos, last, throttled, member_id, lock_id, acquired)
+            count += taken
+            if throttled and taken > 0:
+                break  # nothing after throttled records either (Kafka sets maxRecordsToAcquire to 0)
             pos = batch.last_offset + 1
             continue
         following = sp.next_first_after(pos)
@@ -61,14 +72,28 @@ def _available(state: InFlightState) -> bool:
     return state.state is RecordState.AVAILABLE and not state.in_transition
 
 
+def _should_throttle(sp: PartitionView, batch: InFlightBatch, pos: int, last: int) -> bool:
+    """Kafka's shouldThrottleRecordsDelivery (with apache/kafka#20978): a record of the batch that
+    this fetch could acquire has reached the throttle limit. Records mid-transition do not count."""
+    limit = sp.config.throttle_records_delivery_limit
+    if batch.offset_state is None:
+        assert batch.batch_state is not None
+        return _available(batch.batch_state) and batch.batch_state.delivery_count >= limit
+    return any(
+        pos <= offset <= last and _available(state) and state.delivery_count >= limit
+        for offset, state in batch.offset_state.items()
+    )
+
+
 def _acquire_cached(
-    sp: PartitionView, batch: InFlightBatch, pos: int, last: int, member_id: str, lock_id: int,
+    sp: PartitionView, batch: InFlightBatch, pos: int, last: int, throttled: bool, member_id: str, lock_id: int,
     acquired: list[AcquiredRecords],
 ) -> int:
-    """One in-flight batch: whole if the read covers it and it has one state, else per offset."""
+    """One in-flight batch: whole if the read covers it, it has one state and it is not
+    throttled; else per offset."""
     limit = sp.config.delivery_count_limit
     full_match = batch.first_offset >= pos and batch.last_offset <= last
-    if full_match and batch.offset_state is None:
+    if full_match and batch.offset_state is None and not throttled:
         state = batch.batch_state
         assert state is not None
         if not _available(state):
@@ -89,10 +114,20 @@ def _acquire_subset(
     sp: PartitionView, batch: InFlightBatch, pos: int, last: int, member_id: str, lock_id: int,
     acquired: list[AcquiredRecords],
 ) -> int:
-    """Kafka's acquireSubsetBatchRecords: every available offset of the batch within [pos, last]
-    (max_records bounds it only in record_limit mode)."""
+    """Kafka's acquireSubsetBatchRecords: the available offsets of the batch within [pos, last]
+    (max_records bounds them only in record_limit mode), throttled near the delivery limit:
+
+    - from the first record at the throttle limit on, at most (records in the batch) >> (its
+      delivery count - throttle limit + 1) of them, halving with each further delivery;
+    - a record on its last allowed delivery goes out alone: it ends the piece when others are in
+      it already (it leads the next fetch's), and nothing joins it. Kafka does this only with a
+      delivery limit above 2, where a batch can be cut before its last delivery.
+    """
     assert batch.offset_state is not None
     limit = sp.config.delivery_count_limit
+    throttle_limit = sp.config.throttle_records_delivery_limit
+    isolate_last = limit > 2
+    piece = 0  # Kafka's maxFetchRecordsWhileThrottledRecords, fixed by the first throttled record
     taken = 0
     for offset, state in batch.offset_state.items():
         if offset < pos:
@@ -101,10 +136,16 @@ def _acquire_subset(
             break
         if not _available(state):
             continue
+        if isolate_last and state.delivery_count == limit - 1 and taken > 0:
+            break
+        if state.delivery_count >= throttle_limit and piece == 0:
+            piece = max(1, len(batch.offset_state) >> (state.delivery_count - throttle_limit + 1))
         state.try_update(RecordState.ACQUIRED, DeliveryCountOps.INCREASE, limit, member_id)
         state.lock_id = lock_id
         append_run(acquired, offset, state.delivery_count)
         taken += 1
+        if (isolate_last and state.delivery_count == limit) or taken == piece:
+            break
     return taken
 
 

@@ -22,3 +22,9 @@ class SharePartitionConfig:
     record_lock_duration_ms: int = 30_000  # group.share.record.lock.duration.ms
     delivery_count_limit: int = 5  # group.share.delivery.count.limit
     max_inflight_records: int = 2000  # group.share.partition.max.record.locks
+
+    @property
+    def throttle_records_delivery_limit(self) -> int:
+        """From this delivery count on, a batch is handed out in smaller pieces (Kafka 4.2's
+        SharePartition.throttleRecordsDeliveryLimit): half the delivery limit rounded up, at least 2."""
+        return max(2, -(-self.delivery_count_limit // 2))

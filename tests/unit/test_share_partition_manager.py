@@ -131,8 +131,12 @@ def test_release_and_lock_expiry_make_records_available_again_with_a_higher_deli
         h.wakeups.advance(LOCK)  # both locks expire
         await h.settle()
         assert h.share().offsets()[2] == (R.AVAILABLE, 1, "")
-        assert ranges(await h.fetch("m2")) == [(0, 1, 3), (2, 3, 2)]
-        # The third delivery of 0-1 was the last (limit 3): its release archives them.
+        # The third delivery of 0-1 is their last (limit 3): one record a fetch (throttled
+        # delivery), and nothing joins it.
+        assert ranges(await h.fetch("m2")) == [(0, 0, 3)]
+        assert ranges(await h.fetch("m2")) == [(1, 1, 3)]
+        assert ranges(await h.fetch("m2")) == [(2, 3, 2)]
+        # Released on their last delivery: archived.
         out = await h.fetch("m2", acks=[ack(0, 1, A.RELEASE), ack(2, 3, A.ACCEPT)], fetch=False)
         assert out.acknowledge_error_code == ErrorCode.none
         assert h.durable().start_offset == 4
