@@ -9,7 +9,10 @@ Kafka keeps one share session per (group, member) on each broker the member fetc
   2^31-1); they add partitions and forget others (ForgottenTopicsData); a missing session is
   SHARE_SESSION_NOT_FOUND, another epoch INVALID_SHARE_SESSION_EPOCH;
 - epoch -1 closes it (after its acknowledgements), and so does the closing of the connection that
-  created it: then what the member holds on the session's partitions is released at once.
+  created it: then what the member holds on the session's partitions is released at once. A final
+  ShareFetch may name partitions (the Java client names those it acknowledges on close): none is
+  fetched or added (Kafka 4.2's FinalContext; the INVALID_REQUEST Kafka 4.0 answered to partitions
+  with PartitionMaxBytes went with that field in KAFKA-18932).
 
 A session belongs to the connection that created it (Kafka 4.2's ShareSession.connectionId and
 ShareSessionCache.connectionIdToSessionMap). Its later requests may come on any connection and do
@@ -126,7 +129,7 @@ class ShareSessionCache:
         if session is None:
             raise SessionError(ErrorCode.share_session_not_found, f"no share session for member {member_id}")
         if epoch == FINAL_EPOCH:
-            del self.sessions[key]  # partitions named in a final fetch are ignored, as in Kafka
+            del self.sessions[key]  # partitions named in a final fetch are not fetched (FinalContext)
             return session, True
         if epoch != session.epoch:
             raise SessionError(

@@ -222,3 +222,34 @@ def test_a_request_on_another_connection_does_not_move_the_session():
     asyncio.run(main())
     assert [c[0] for c in partitions.calls] == ["fetch", "fetch", "release", "evict"]
 
+
+def test_a_final_share_fetch_may_name_partitions_it_acknowledges_and_fetches_none():
+    """Kafka 4.2 (FinalContext; the INVALID_REQUEST of 4.0 for partitions in a final fetch went
+    with KAFKA-18932, SharePartitionManagerTest.testNewContextReturnsFinalContextWhenTopicPartitionsArePresentInRequestData):
+    epoch -1 may name partitions (the Java client names those it acknowledges when it closes);
+    their acknowledgements are applied, nothing is fetched, and the session ends and releases."""
+    partitions = FakePartitions()
+    gw = _gateway(partitions)
+    run(share_fetch.share_fetch, gw, _fetch(0, [_topic(TOPIC.topic_id, 0, 1)]))
+    response = run(share_fetch.share_fetch, gw, _fetch(-1, [
+        _topic(TOPIC.topic_id, 0), _topic(TOPIC.topic_id, 1, batches=[(0, 0, (1,))])]))
+    assert response.error_code == ErrorCode.none
+    assert [(p.partition_index, p.acknowledge_error_code) for t in response.responses for p in t.partitions] == [
+        (1, ErrorCode.none.value)]
+    assert partitions.calls[1][1].max_wait_ms == 0
+    assert partitions.calls[1][2] == [SharePartitionCall("t", 1, TOPIC.topic_id, (AcknowledgementBatch(0, 0, (1,)),), False)]
+    assert partitions.calls[2:] == [
+        ("release", "g", MEMBER, [("t", 0), ("t", 1)]),
+        ("evict", "g", [("t", 0), ("t", 1)], 7),
+    ]
+    assert len(gw.share_sessions) == 0
+
+
+def test_a_final_share_fetch_naming_partitions_without_acknowledgements_only_closes():
+    partitions = FakePartitions()
+    gw = _gateway(partitions)
+    run(share_fetch.share_fetch, gw, _fetch(0, [_topic(TOPIC.topic_id, 0)]))
+    response = run(share_fetch.share_fetch, gw, _fetch(-1, [_topic(TOPIC.topic_id, 0, 1)]))
+    assert response.error_code == ErrorCode.none and response.responses == ()
+    assert [c[0] for c in partitions.calls] == ["fetch", "release", "evict"]
+    assert partitions.calls[1] == ("release", "g", MEMBER, [("t", 0)])
