@@ -340,13 +340,15 @@ class SharePartition:
         bisect.insort(self.firsts, batch.first_offset)
         self.cached_state[batch.first_offset] = batch
 
-    def batch_at(self, offset: int) -> InFlightBatch | None:
+    def floor_batch(self, offset: int) -> InFlightBatch | None:
+        """The in-flight batch with the greatest first offset at or before `offset`, whether or not
+        it reaches it (Kafka's cachedState.floorEntry)."""
         i = bisect.bisect_right(self.firsts, offset) - 1
-        if i >= 0:
-            batch = self.cached_state[self.firsts[i]]
-            if batch.last_offset >= offset:
-                return batch
-        return None
+        return self.cached_state[self.firsts[i]] if i >= 0 else None
+
+    def batch_at(self, offset: int) -> InFlightBatch | None:
+        batch = self.floor_batch(offset)
+        return batch if batch is not None and batch.last_offset >= offset else None
 
     def next_first_after(self, offset: int) -> int | None:
         i = bisect.bisect_right(self.firsts, offset)

@@ -82,8 +82,12 @@ def ranges_of(offsets: list[int], rng: random.Random) -> list[AcknowledgementBat
     return out
 
 
-def odd_ack(member: ShareMember, tpi: int, start: int | None, end: int | None, rng: random.Random) -> list[AcknowledgementBatch]:
-    """A duplicated acknowledgement, one below the start offset, or one of records not held."""
+def odd_ack(
+    member: ShareMember, tpi: int, start: int | None, end: int | None, held: list[int], rng: random.Random
+) -> list[AcknowledgementBatch]:
+    """A duplicated acknowledgement, one below the start offset, one from a held offset to a later
+    one over whatever lies between (others' records, or a gap never fetched since recovery, which
+    is skipped), or one of records not held."""
     roll = rng.random()
     earlier = member.sent.get(tpi)
     if roll < 0.4 and earlier:
@@ -91,6 +95,9 @@ def odd_ack(member: ShareMember, tpi: int, start: int | None, end: int | None, r
     if roll < 0.7 and start:
         lo = rng.randint(0, start - 1)
         return [AcknowledgementBatch(lo, rng.randint(lo, start - 1), (int(rng.choice(ACK_KINDS)),))]
+    if roll < 0.85 and len(held) >= 2:
+        lo, hi = sorted(rng.sample(held, 2))
+        return [AcknowledgementBatch(lo, hi, (int(rng.choice(ACK_KINDS)),))]
     if start is not None and end is not None and end >= start:
         offset = rng.randint(start, end)
         return [AcknowledgementBatch(offset, offset, (int(rng.choice(ACK_KINDS)),))]
