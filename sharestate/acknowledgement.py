@@ -166,7 +166,8 @@ def _apply(
     if kind == AcknowledgeType.RENEW:
         renewed.append(state)
         return
-    if not state.start_transition(_TARGET[AcknowledgeType(kind)], DeliveryCountOps.NONE, sp.config.delivery_count_limit, NO_MEMBER):
+    target = _TARGET[AcknowledgeType(kind)]
+    if not state.start_transition(target, DeliveryCountOps.NONE, sp.config.delivery_count_limit, NO_MEMBER):
         raise InvalidRecordState(f"offsets {first}-{last} cannot be acknowledged from {state.state.name}")
     touched.append((first, last, state))
 

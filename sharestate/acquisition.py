@@ -58,7 +58,9 @@ def acquire(
     return acquired
 
 
-def _last_offset_and_max_records(sp: PartitionView, fetch_offset: int, max_records: int, last_log: int) -> tuple[int, int]:
+def _last_offset_and_max_records(
+    sp: PartitionView, fetch_offset: int, max_records: int, last_log: int
+) -> tuple[int, int]:
     """Kafka's lastOffsetAndMaxRecordsToAcquire: how many records this fetch may take, and up to
     which offset. The in-flight limit counts for released records too; past it, a fetch inside the
     in-flight range still takes released records, but none beyond the end offset."""

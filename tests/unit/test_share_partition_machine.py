@@ -3,6 +3,13 @@
 Invariants after every step:
 - a record is never held by two members at once (acquire never hands out what someone holds);
 - no delivery count exceeds group.share.delivery.count.limit;
+- an acquisition keeps Kafka 4.2's caps: max_records and the in-flight limit are checked before
+  each in-flight batch, never inside one, and past the in-flight limit nothing beyond the end
+  offset is taken; once throttled (a record at the throttle limit) it takes records of that one
+  batch only, at most its size >> (delivery count - throttle limit + 1), and a record on its last
+  allowed delivery goes out alone (limit above 2);
+- an acknowledgement that fails changes nothing, one that succeeds touched only records the
+  member held, and one of records all held by the member succeeds;
 - with no write in flight, a partition rebuilt from the durable state (what the share coordinator
   stored from every committed write) agrees with the live one: same start offset, same terminal
   and released records; a held record is either unknown there or stored as before its delivery.
@@ -16,18 +23,21 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from kio.schema.errors import ErrorCode
+
 from kernel.clock import ManualClock
 from kernel.timer import ManualTimer
 from sharestate.inflight import AcknowledgeType, RecordState
 from sharestate.records import StateBatch
 from sharestate.partition import AcknowledgementBatch, SharePartition, SharePartitionConfig, StateWrite
 
-LIMIT = 3
 MEMBERS = ("m1", "m2", "m3")
-CONFIG = SharePartitionConfig(record_lock_duration_ms=1_000, delivery_count_limit=LIMIT, max_inflight_records=40)
 
 
 class SharePartitionMachine(RuleBasedStateMachine):
+    LIMIT = 3  # throttle limit 2: every throttled delivery is the last one
+    CONFIG = SharePartitionConfig(record_lock_duration_ms=1_000, delivery_count_limit=LIMIT, max_inflight_records=40)
+
     def __init__(self) -> None:
         super().__init__()
         self.clock = ManualClock(0)
@@ -51,7 +61,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
         self.durable = {o: v for o, v in self.durable.items() if o >= self.durable_start}
 
     def _recovered(self) -> SharePartition:
-        sp = SharePartition("g", uuid.UUID(int=1), 0, clock=self.clock, timer=ManualTimer(self.clock), config=CONFIG)
+        sp = SharePartition("g", uuid.UUID(int=1), 0, clock=self.clock, timer=ManualTimer(self.clock), config=self.CONFIG)
         batches = [StateBatch(o, o, s, c) for o, (s, c) in sorted(self.durable.items())]
         sp.initialize(self.durable_start, 1, batches, reset_offset=0)
         return sp
@@ -74,11 +84,45 @@ class SharePartitionMachine(RuleBasedStateMachine):
         # The log as Fetch reads it: batches from the one holding the fetch offset.
         base = start - start % batch
         log = [(b, min(b + batch - 1, self.log_end - 1)) for b in range(base, self.log_end, batch)]
-        for got in self.sp.acquire(member, max_records, start, log):
-            assert got.delivery_count <= LIMIT
+        # Kafka's lastOffsetAndMaxRecordsToAcquire, stated here as the rule the acquisition keeps.
+        end_before = self.sp.end_offset
+        cap = min(max_records, self.CONFIG.max_inflight_records - self.sp.in_flight_records())
+        at_limit = cap <= 0
+        if at_limit and start <= end_before:
+            cap = min(max_records, end_before - start + 1)
+        before = self.sp.offsets()
+        acquired = self.sp.acquire(member, max_records, start, log)
+        for got in acquired:
+            assert got.delivery_count <= self.LIMIT
             for offset in range(got.first_offset, got.last_offset + 1):
                 assert offset not in self.held, f"offset {offset} handed to {member} while {self.held[offset]} holds it"
                 self.held[offset] = member
+        self._kept_the_caps(acquired, before, cap, at_limit, end_before)
+
+    def _kept_the_caps(self, acquired, before, cap: int, at_limit: bool, end_before: int) -> None:
+        offsets = [o for got in acquired for o in range(got.first_offset, got.last_offset + 1)]
+        if not offsets:
+            return
+        assert cap > 0, f"acquired {offsets} with no room (max records {cap})"
+        if at_limit:
+            assert max(offsets) <= end_before, f"past the in-flight limit, acquired {offsets} beyond the end {end_before}"
+        by_batch: dict[int, list[int]] = {}
+        for offset in offsets:
+            by_batch.setdefault(self.sp.batch_at(offset).first_offset, []).append(offset)
+        counts = [len(v) for v in by_batch.values()]
+        assert sum(counts[:-1]) < cap, f"acquired {offsets}: went on to another batch with {cap} reached"
+        throttle = self.CONFIG.throttle_records_delivery_limit
+        # Delivery counts before this acquisition (new records had none).
+        previous = {o: before[o][1] if o in before else 0 for o in offsets}
+        throttled = [o for o in offsets if previous[o] >= throttle]
+        if throttled:
+            assert len(by_batch) == 1, f"throttled records {throttled} handed out with other batches' {offsets}"
+            (first,) = by_batch
+            size = self.sp.batch_at(first).size
+            piece = max(1, size >> (previous[throttled[0]] - throttle + 1))
+            assert len(offsets) <= piece, f"throttled: {offsets} from a batch of {size}, more than {piece}"
+        if self.LIMIT > 2 and any(previous[o] == self.LIMIT - 1 for o in offsets):
+            assert len(offsets) == 1, f"a last delivery handed out with others: {offsets}"
 
     @rule(
         member=st.sampled_from(MEMBERS),
@@ -98,6 +142,39 @@ class SharePartitionMachine(RuleBasedStateMachine):
         outcome = self.sp.acknowledge(member, [AcknowledgementBatch(first, last, types)])
         if outcome.write is not None:
             self.pending.append(outcome.write)
+
+    @rule(
+        member=st.sampled_from(MEMBERS),
+        first=st.integers(0, 60),
+        width=st.integers(1, 12),
+        kind=st.sampled_from(list(AcknowledgeType)),
+    )
+    def acknowledge_any_range(self, member: str, first: int, width: int, kind: AcknowledgeType) -> None:
+        """Any range, held or not, in flight or not: all or nothing, and only what the member holds."""
+        before = self.sp.offsets()
+        mid_transition = self._mid_transition()
+        last = first + width - 1
+        named = list(range(max(first, self.sp.start_offset), last + 1))
+        outcome = self.sp.acknowledge(member, [AcknowledgementBatch(first, last, (int(kind),))])
+        if outcome.error_code != ErrorCode.none:
+            assert outcome.error_code in (ErrorCode.invalid_record_state, ErrorCode.invalid_request), outcome
+            assert self.sp.offsets() == before, f"a failed acknowledgement of {first}-{last} changed the state"
+            held = [o for o in named if before.get(o, (None, 0, ""))[::2] == (RecordState.ACQUIRED, member)]
+            assert not named or held != named or mid_transition & set(named), (
+                f"{member} holds all of {first}-{last} and the acknowledgement failed: {outcome}"
+            )
+            return
+        for offset in named:
+            if offset in before:
+                assert before[offset][::2] == (RecordState.ACQUIRED, member), f"{member} acknowledged {offset}: {before[offset]}"
+        if outcome.write is not None:
+            self.pending.append(outcome.write)
+
+    def _mid_transition(self) -> set[int]:
+        return {
+            o for first in self.sp.firsts for f, l, s in self.sp.cached_state[first].states() if s.in_transition
+            for o in range(f, l + 1)
+        }
 
     @rule(index=st.integers(0, 10), succeed=st.booleans())
     def write_answered(self, index: int, succeed: bool) -> None:
@@ -133,7 +210,7 @@ class SharePartitionMachine(RuleBasedStateMachine):
 
     @invariant()
     def delivery_counts_stay_within_the_limit(self) -> None:
-        assert all(count <= LIMIT for _, count, _ in self.sp.offsets().values())
+        assert all(count <= self.LIMIT for _, count, _ in self.sp.offsets().values())
 
     @invariant()
     def the_durable_state_rebuilds_the_live_one(self) -> None:
@@ -149,5 +226,12 @@ class SharePartitionMachine(RuleBasedStateMachine):
                 assert again.get(offset, (None, None))[:2] == (state, count), (offset, state, count, again.get(offset))
 
 
+class ThrottledSharePartitionMachine(SharePartitionMachine):
+    LIMIT = 6  # throttle limit 3: pieces of half, then a quarter, then one record at a time
+    CONFIG = SharePartitionConfig(record_lock_duration_ms=1_000, delivery_count_limit=LIMIT, max_inflight_records=40)
+
+
 TestSharePartitionMachine = SharePartitionMachine.TestCase
 TestSharePartitionMachine.settings = settings(max_examples=200, stateful_step_count=60, deadline=None)
+TestThrottledSharePartitionMachine = ThrottledSharePartitionMachine.TestCase
+TestThrottledSharePartitionMachine.settings = settings(max_examples=150, stateful_step_count=80, deadline=None)
