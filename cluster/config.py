@@ -72,8 +72,17 @@ SETTINGS: dict[str, Setting] = {
         Setting("group.share.max.delivery.count.limit", 10, Int(2, 10), "highest share.delivery.count.limit a group may set"),
         Setting("group.share.partition.max.record.locks", 2000, Int(100, 10_000), "in-flight records per share partition"),
         Setting("group.share.max.size", 200, Int(1, 1000), "members per share group"),
-        Setting("group.share.heartbeat.interval.ms", 5000, Int(1), "heartbeat interval given to share members"),
-        Setting("group.share.session.timeout.ms", 45_000, Int(1), "share member session timeout"),
+        Setting("group.share.heartbeat.interval.ms", 5000, Int(1),
+                "heartbeat interval given to share members (a group's share.heartbeat.interval.ms overrides it)"),
+        Setting("group.share.session.timeout.ms", 45_000, Int(1),
+                "share member session timeout (a group's share.session.timeout.ms overrides it)"),
+        # The bounds of a group's own share.session.timeout.ms and share.heartbeat.interval.ms (Kafka's
+        # defaults). The broker-wide values above may lie outside them (tests use short sessions):
+        # the bounds then take them in (cluster/group_configs.py).
+        Setting("group.share.min.session.timeout.ms", 45_000, Int(1), "lowest share.session.timeout.ms a group may set"),
+        Setting("group.share.max.session.timeout.ms", 60_000, Int(1), "highest share.session.timeout.ms a group may set"),
+        Setting("group.share.min.heartbeat.interval.ms", 5000, Int(1), "lowest share.heartbeat.interval.ms a group may set"),
+        Setting("group.share.max.heartbeat.interval.ms", 15_000, Int(1), "highest share.heartbeat.interval.ms a group may set"),
         Setting("group.share.max.share.sessions", 2000, Int(1), "share sessions per gateway"),
         Setting("group.share.initialize.retry.interval.ms", 30_000, Int(1), "share-state initialization retry"),
         Setting("share.coordinator.snapshot.update.records.per.snapshot", 500, Int(0), "ShareUpdates between ShareSnapshots"),

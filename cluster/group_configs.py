@@ -3,18 +3,21 @@
 A group's overrides are kept as Kafka keeps them, name -> string, in the cluster metadata
 (cluster/metadata.py, GroupConfig records); every other setting is the broker's. Only what
 raygroups applies per group can be set:
-- `share.auto.offset.reset`: where the group starts on a partition it never consumed;
+- `share.session.timeout.ms`, `share.heartbeat.interval.ms`: the group coordinator's session of a
+  share member and the interval its heartbeat answer gives (coordinator_group_configs below);
 - `share.record.lock.duration.ms`: the acquisition lock of records it acquires from then on;
-- `share.delivery.count.limit`: deliveries before a record is archived (Kafka 4.2's group config).
-`share.session.timeout.ms` and `share.heartbeat.interval.ms` are described (the broker's values)
-but not alterable: the share coordinator does not read per-group values.
+- `share.delivery.count.limit`: deliveries before a record is archived (Kafka 4.2's group config);
+- `share.auto.offset.reset`: where the group starts on a partition it never consumed;
+- `share.isolation.level`: known, described and alterable; raygroups has no transactions, so
+  read_committed delivers what read_uncommitted does.
 
-Bounds are the broker's, as Kafka's GroupConfig.validateValues checks them: Kafka bounds the lock
-duration with group.share.min/max.record.lock.duration.ms (15 s..60 s) and the delivery count limit
-with group.share.min/max.delivery.count.limit (2..10), Kafka's defaults here too. Kafka also requires
-the broker-wide lock duration to lie within them, and so does `raygroups up`
-(server_properties.check_together); a program that builds its Config directly (the simulation) may
-not, so the bounds are widened to take in the broker's own value.
+Validation is Kafka's GroupConfig.validate: the broker's values filled in under the group's, every
+value parsed in the order Kafka defines them (ConfigDef type and Range/ValidString checks), then
+validateValues: each value within the broker's bounds (group.share.min/max.*), then the session
+timeout above the heartbeat interval. The messages are Kafka's. Kafka also requires the broker-wide
+values to lie within the bounds; `raygroups up` does for the lock duration
+(server_properties.check_together), and a program that builds its Config directly (the simulation,
+tests with short sessions) may not, so each bound is widened to take in the broker's own value.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.config import GroupConfig
 from sharestate.offset_reset import OffsetReset
 
 from cluster.config import SETTINGS
@@ -32,35 +36,64 @@ from cluster.config import SETTINGS
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 OPERATIONS = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
+# Kafka's GroupConfig.SHARE_ISOLATION_LEVEL_DOC, and what it means in raygroups.
+ISOLATION_LEVEL_DOC = (
+    'Controls how to read records written transactionally. If set to "read_committed", the share group will '
+    'only deliver transactional records which have been committed. If set to "read_uncommitted", the share group '
+    "will return all messages, even transactional messages which have been aborted. Non-transactional records "
+    "will be returned unconditionally in either mode. raygroups has no transactions (no record is transactional), "
+    "so read_committed behaves as read_uncommitted."
+)
+
 
 @dataclass(frozen=True, slots=True)
 class GroupSetting:
     name: str  # the group config, as Kafka names it
-    broker_setting: str  # the broker setting that is its default
-    alterable: bool  # applied per group by raygroups
-    bounds: tuple[str, str] | None = None  # (min setting, max setting)
+    broker_setting: str | None  # the broker setting that is its default (None: Kafka's own default)
+    kind: str = "int"  # "int", "offset_reset" or "choice": how its text parses
+    bounds: tuple[str, str] | None = None  # (min setting, max setting): GroupConfig.validateValues
+    at_least: int | None = None  # Kafka's ConfigDef Range.atLeast
+    choices: tuple[str, ...] = ()  # Kafka's ValidString.in
+    default: Any = None  # without a broker setting
+    own_doc: str = ""  # without a broker setting
 
     @property
     def doc(self) -> str:
-        return SETTINGS[self.broker_setting].doc
+        return self.own_doc or SETTINGS[self.broker_setting].doc  # type: ignore[index]
 
 
+# In the order Kafka's GroupConfig defines them (its ConfigDef parses and reports in this order).
 GROUP_SETTINGS: dict[str, GroupSetting] = {
     s.name: s
     for s in [
-        GroupSetting("share.auto.offset.reset", "share.auto.offset.reset", True),
         GroupSetting(
-            "share.record.lock.duration.ms", "group.share.record.lock.duration.ms", True,
-            ("group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"),
+            "share.session.timeout.ms", "group.share.session.timeout.ms",
+            bounds=("group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"), at_least=1,
         ),
         GroupSetting(
-            "share.delivery.count.limit", "group.share.delivery.count.limit", True,
-            ("group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"),
+            "share.heartbeat.interval.ms", "group.share.heartbeat.interval.ms",
+            bounds=("group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"), at_least=1,
         ),
-        GroupSetting("share.session.timeout.ms", "group.share.session.timeout.ms", False),
-        GroupSetting("share.heartbeat.interval.ms", "group.share.heartbeat.interval.ms", False),
+        GroupSetting(
+            "share.record.lock.duration.ms", "group.share.record.lock.duration.ms",
+            bounds=("group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"), at_least=1000,
+        ),
+        GroupSetting(
+            "share.delivery.count.limit", "group.share.delivery.count.limit",
+            bounds=("group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"), at_least=2,
+        ),
+        GroupSetting("share.auto.offset.reset", "share.auto.offset.reset", kind="offset_reset"),
+        GroupSetting(
+            "share.isolation.level", None, kind="choice", choices=("read_committed", "read_uncommitted"),
+            default="read_uncommitted", own_doc=ISOLATION_LEVEL_DOC,
+        ),
     ]
 }
+
+# GroupConfig.validateValues' order of the bound checks, then the one relation it checks.
+_BOUNDS_ORDER = ("share.heartbeat.interval.ms", "share.session.timeout.ms", "share.record.lock.duration.ms",
+                 "share.delivery.count.limit")
+_SESSION, _HEARTBEAT = "share.session.timeout.ms", "share.heartbeat.interval.ms"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +110,7 @@ class Refusal:
 
 
 def broker_value(config: Any, setting: GroupSetting) -> Any:
-    return config[setting.broker_setting]
+    return setting.default if setting.broker_setting is None else config[setting.broker_setting]
 
 
 def effective(config: Any, overrides: Mapping[str, str]) -> dict[str, tuple[Any, bool]]:
@@ -92,16 +125,27 @@ def effective(config: Any, overrides: Mapping[str, str]) -> dict[str, tuple[Any,
 
 
 def parse(name: str, text: str) -> Any:
-    """The typed value of a group setting; ValueError with Kafka's wording when it does not parse."""
-    if name == "share.auto.offset.reset":
+    """The typed value of a group setting; ValueError with Kafka's wording (ConfigException) when it
+    does not parse or fails its ConfigDef check."""
+    setting = GROUP_SETTINGS[name]
+    if setting.kind == "offset_reset":
         try:
             return OffsetReset.parse(text)
         except ValueError as exc:
             raise ValueError(f"Invalid value {text} for configuration {name}: {exc}") from None
+    value = text.strip()  # Kafka's ConfigDef trims a STRING or INT value
+    if setting.kind == "choice":
+        if value not in setting.choices:
+            raise ValueError(f"Invalid value {value} for configuration {name}: String must be one of: "
+                             + ", ".join(setting.choices))
+        return value
     try:
-        return int(text.strip())
+        number = int(value)
     except ValueError:
         raise ValueError(f"Invalid value {text} for configuration {name}: Not a number of type INT") from None
+    if setting.at_least is not None and number < setting.at_least:
+        raise ValueError(f"Invalid value {number} for configuration {name}: Value must be at least {setting.at_least}")
+    return number
 
 
 def bounds(config: Any, setting: GroupSetting) -> tuple[int, int] | None:
@@ -114,25 +158,25 @@ def bounds(config: Any, setting: GroupSetting) -> tuple[int, int] | None:
 
 
 def validate(config: Any, overrides: Mapping[str, str]) -> str | None:
-    """Why these overrides cannot be the group's, or None."""
-    for name, text in overrides.items():
-        setting = GROUP_SETTINGS.get(name)
-        if setting is None:
+    """Why these overrides cannot be the group's, or None (Kafka's GroupConfig.validate)."""
+    for name in overrides:
+        if name not in GROUP_SETTINGS:
             return f"Unknown group config name: {name}"
-        if not setting.alterable:
-            return f"{name} cannot be set per group in raygroups (the broker's {setting.broker_setting} applies)"
+    values: dict[str, Any] = {}
+    for name, setting in GROUP_SETTINGS.items():
         try:
-            value = parse(name, text)
+            values[name] = parse(name, overrides[name]) if name in overrides else broker_value(config, setting)
         except ValueError as exc:
             return str(exc)
-        limits = bounds(config, setting)
-        if limits is None:
-            continue
-        low_name, high_name = setting.bounds  # type: ignore[misc]
-        if value < limits[0]:
-            return f"{name} must be greater than or equal to {limits[0]} ({low_name})"
-        if value > limits[1]:
-            return f"{name} must be less than or equal to {limits[1]} ({high_name})"
+    for name in _BOUNDS_ORDER:
+        setting = GROUP_SETTINGS[name]
+        low, high = bounds(config, setting)  # type: ignore[misc]
+        if values[name] < low:
+            return f"{name} must be greater than or equal to {setting.bounds[0]}"  # type: ignore[index]
+        if values[name] > high:
+            return f"{name} must be less than or equal to {setting.bounds[1]}"  # type: ignore[index]
+    if values[_SESSION] <= values[_HEARTBEAT]:
+        return f"{_SESSION} must be greater than {_HEARTBEAT}"
     return None
 
 
@@ -174,6 +218,32 @@ def apply(config: Any, current: Mapping[str, str], ops: Iterable[AlterOp]) -> di
     if problem is not None:
         return Refusal(ErrorCode.invalid_config, problem)
     return new
+
+
+def _evaluated(config: Any, name: str, overrides: Mapping[str, str]) -> int | None:
+    """A group's value of an int setting capped within the broker's bounds (Kafka's
+    GroupConfig.evaluate): bounds lowered or raised since it was set apply; None if not set."""
+    text = overrides.get(name)
+    if text is None:
+        return None
+    try:
+        value = parse(name, text)
+    except ValueError:
+        return None  # not written by apply(): the broker's value applies
+    low, high = bounds(config, GROUP_SETTINGS[name])  # type: ignore[misc]
+    return min(max(value, low), high)
+
+
+def coordinator_group_configs(config: Any, group_configs: Mapping[str, Mapping[str, str]]) -> dict[str, GroupConfig]:
+    """What the group coordinator applies of each group's overrides (Kafka's GroupConfigManager),
+    for the groups that override a setting it reads."""
+    out: dict[str, GroupConfig] = {}
+    for group_id, overrides in group_configs.items():
+        session = _evaluated(config, _SESSION, overrides)
+        heartbeat = _evaluated(config, _HEARTBEAT, overrides)
+        if session is not None or heartbeat is not None:
+            out[group_id] = GroupConfig(share_session_timeout_ms=session, share_heartbeat_interval_ms=heartbeat)
+    return out
 
 
 def lock_duration_ms(config: Any, overrides: Mapping[str, str] | None) -> int:

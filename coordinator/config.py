@@ -1,7 +1,9 @@
-"""The group coordinator's settings, by Kafka's names (cluster/config.py maps them here)."""
+"""The group coordinator's settings, by Kafka's names (cluster/config.py maps them here), and the
+per-group configs it applies (Kafka's GroupConfig and GroupConfigManager)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -21,3 +23,29 @@ class GroupCoordinatorConfig:
     share_session_timeout_ms: int = 45_000  # group.share.session.timeout.ms
     share_max_size: int = 200  # group.share.max.size
     share_initialize_retry_interval_ms: int = 30_000  # group.share.initialize.retry.interval.ms
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    """A group's own values of the settings the coordinator reads per group (Kafka's GroupConfig),
+    already within the broker's bounds (cluster/group_configs.py evaluates them); None: the broker's."""
+
+    share_session_timeout_ms: int | None = None  # share.session.timeout.ms
+    share_heartbeat_interval_ms: int | None = None  # share.heartbeat.interval.ms
+
+
+class GroupConfigManager:
+    """Kafka's GroupConfigManager: the GroupConfig of every group that has one, as the controller
+    last published them. The host replaces them whole (`update`) when its Leadership push brings a
+    change; operations only read them, so a shard stays free of I/O. Not logged: after a failover
+    the new host holds the cluster's configs already. A share member's session and heartbeat
+    interval follow a change from its next heartbeat."""
+
+    def __init__(self, configs: Mapping[str, GroupConfig] | None = None) -> None:
+        self._configs: dict[str, GroupConfig] = dict(configs or {})
+
+    def update(self, configs: Mapping[str, GroupConfig]) -> None:
+        self._configs = dict(configs)
+
+    def group_config(self, group_id: str) -> GroupConfig | None:
+        return self._configs.get(group_id)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
-from coordinator.config import GroupCoordinatorConfig
+from coordinator.config import GroupConfigManager, GroupCoordinatorConfig
 from coordinator.group import Group
 from coordinator.share.metadata import TopicsImage
 from kernel.clock import Clock
@@ -30,6 +30,7 @@ class ShardState(Protocol):
     offsets: dict[str, dict[tuple[str, int], Any]]
     topics_image: TopicsImage
     new_member_id: Callable[[str], str]
+    group_config_manager: GroupConfigManager
 
 
 class OperationContext:
@@ -67,6 +68,20 @@ class OperationContext:
     def drop(self, group_id: str) -> None:
         before, after = self._edited.get(group_id, (self.state.groups.get(group_id), None))
         self._edited[group_id] = (before if before is not None else after, None)
+
+    def share_session_timeout_ms(self, group_id: str) -> int:
+        """Kafka's GroupMetadataManager.shareGroupSessionTimeoutMs: the group's config, else the broker's."""
+        own = self.state.group_config_manager.group_config(group_id)
+        if own is None or own.share_session_timeout_ms is None:
+            return self.config.share_session_timeout_ms
+        return own.share_session_timeout_ms
+
+    def share_heartbeat_interval_ms(self, group_id: str) -> int:
+        """Kafka's GroupMetadataManager.shareGroupHeartbeatIntervalMs: the group's config, else the broker's."""
+        own = self.state.group_config_manager.group_config(group_id)
+        if own is None or own.share_heartbeat_interval_ms is None:
+            return self.config.share_heartbeat_interval_ms
+        return own.share_heartbeat_interval_ms
 
     def write(self, record: Record) -> None:
         self.records.append(record)

@@ -41,6 +41,8 @@ class Scheduler(Protocol):
 
     def schedule(self, key: Any, delay_ms: int, method: str, *args: Any) -> None: ...
 
+    def share_session_timeout_ms(self, group_id: str) -> int: ...
+
 
 class Group(Protocol):
     group_id: str

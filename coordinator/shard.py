@@ -28,7 +28,7 @@ from coordinator.classic.messages import (
 from coordinator.classic.state import ClassicGroupState as S
 from kernel.clock import Clock
 from kernel.codec import Record
-from coordinator.config import GroupCoordinatorConfig
+from coordinator.config import GroupConfigManager, GroupCoordinatorConfig
 from coordinator.group import Group
 from coordinator.classic.records import ClassicGroupStateKey, GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue
 from coordinator.share.records import SHARE_GROUP_KEYS
@@ -62,10 +62,13 @@ class GroupCoordinatorShard:
         clock: Clock,
         config: GroupCoordinatorConfig = GroupCoordinatorConfig(),
         new_member_id: Callable[[str], str] = str,
+        group_config_manager: GroupConfigManager | None = None,
     ) -> None:
         self.tp = tp
         self.clock = clock
         self.config = config
+        # Per-group configs (share session settings), shared by the host's shards and replaced by it.
+        self.group_config_manager = group_config_manager if group_config_manager is not None else GroupConfigManager()
         # Kafka: clientId (or group.instance.id) + "-" + a random UUID. Injected: tests pass a counter.
         self.new_member_id = new_member_id
         self.groups: dict[str, Group] = {}

@@ -5,6 +5,8 @@ Gateways batch requests per actor per loop tick: `execute` for operations that a
 park (JoinGroup, SyncGroup), whose answers come back on the gateway's one long-lived channel
 (`answers_stream`, answer_channels.py), those released together in one item. Share groups' state is
 initialized and deleted on the share coordinators through the Persister (share_group_state.py).
+The controller's Leadership pushes bring the groups' configs, which the shards read through one
+GroupConfigManager (a share member's session timeout and heartbeat interval).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 import ray
 from kio.schema.errors import ErrorCode
 
-from coordinator.config import GroupCoordinatorConfig
+from coordinator.config import GroupConfigManager, GroupCoordinatorConfig
 from coordinator.records import CODEC
 from coordinator.shard import GroupCoordinatorShard
 
@@ -27,6 +29,7 @@ from cluster.actors.common import ActorKind, setup_logging
 from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorError, CoordinatorHost, Item
 from cluster.calls import pack, unpack
 from cluster.config import Config
+from cluster.group_configs import coordinator_group_configs
 from cluster.leadership import Leadership, empty_leadership
 from cluster.metadata import CONSUMER_OFFSETS
 from cluster.metrics.rebalances import RebalanceWatch
@@ -86,8 +89,14 @@ def new_member_id(prefix: str) -> str:
 class GroupCoordinatorActor(CoordinatorActorBody):
     def __init__(self, name: str, config: Config, data_dir: str, controller: Any = None) -> None:
         setup_logging()
+        self.config = config
+        # The groups' configs the shards apply (share session settings), given by the controller's
+        # Leadership pushes; one manager for every shard of this actor.
+        self.group_configs = GroupConfigManager()
+        self._group_configs_seen: dict[str, dict[str, str]] | None = None
         factory = functools.partial(
-            GroupCoordinatorShard, config=group_coordinator_config(config), new_member_id=new_member_id
+            GroupCoordinatorShard, config=group_coordinator_config(config), new_member_id=new_member_id,
+            group_config_manager=self.group_configs,
         )
         self.host = CoordinatorHost(name, ActorKind.GROUP_COORDINATOR, CODEC, factory, config, Path(data_dir))
         self.router = Router(controller, empty_leadership())
@@ -102,6 +111,12 @@ class GroupCoordinatorActor(CoordinatorActorBody):
     async def update_leadership(self, leadership: Leadership) -> None:
         self.router.update(leadership)
         self.share_state.leadership_changed(self.router.leadership)
+        # The groups' configs ride the map (cluster/group_configs.py), those of the newest map the
+        # router holds: a share member's next heartbeat follows them.
+        overrides = self.router.leadership.group_configs
+        if overrides != self._group_configs_seen:
+            self._group_configs_seen = {g: dict(c) for g, c in overrides.items()}
+            self.group_configs.update(coordinator_group_configs(self.config, overrides))
 
     async def load(self, items: list[tuple[str, int, int]]) -> list[str]:
         report = await self.host.load(items)

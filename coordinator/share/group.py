@@ -166,9 +166,9 @@ class ShareGroup:
         return False
 
     def arm_sessions(self, ctx: "Scheduler") -> None:
+        timeout = ctx.share_session_timeout_ms(self.group_id)
         for member_id in self.members:
-            ctx.schedule(session_key(self.group_id, member_id), ctx.config.share_session_timeout_ms,
-                         "expire_share_session", self.group_id, member_id)
+            ctx.schedule(session_key(self.group_id, member_id), timeout, "expire_share_session", self.group_id, member_id)
 
     def copy(self) -> "ShareGroup":
         """A copy replay may change without touching this one (members and values are immutable)."""

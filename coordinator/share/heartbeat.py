@@ -17,7 +17,9 @@ A heartbeat, in Kafka's order:
   4. the member takes its target at once: member epoch = assignment epoch
      (ShareGroupCurrentMemberAssignment);
   5. the session timeout restarts; the response carries the member epoch, the heartbeat interval,
-     and the assignment on join, on a full request or when it changed;
+     and the assignment on join, on a full request or when it changed (the session timeout and
+     the interval are the group's share.session.timeout.ms / share.heartbeat.interval.ms if it
+     has them: shareGroupSessionTimeoutMs / shareGroupHeartbeatIntervalMs);
   6. subscribed share partitions not initialized yet are recorded as initializing
      (ShareGroupStatePartitionMetadata) and returned for the cluster to initialize.
 Every check happens before the first record, so an error writes nothing.
@@ -144,7 +146,8 @@ def expire_session(ctx: OperationContext, group_id: str, member_id: str) -> None
 
 
 def schedule_session_timeout(ctx: OperationContext, group_id: str, member_id: str) -> None:
-    ctx.schedule(session_key(group_id, member_id), ctx.config.share_session_timeout_ms, "expire_share_session", group_id, member_id)
+    ctx.schedule(session_key(group_id, member_id), ctx.share_session_timeout_ms(group_id), "expire_share_session",
+                 group_id, member_id)
 
 
 # -- the heartbeat ---------------------------------------------------------------------------------------
@@ -232,7 +235,7 @@ def _heartbeat(ctx: OperationContext, req: ShareGroupHeartbeatRequest) -> ShareH
         error_code=ErrorCode.none,
         member_id=reconciled.member_id,
         member_epoch=reconciled.member_epoch,
-        heartbeat_interval_ms=ctx.config.share_heartbeat_interval_ms,
+        heartbeat_interval_ms=ctx.share_heartbeat_interval_ms(gid),
         assignment=assignment,
     )
     return ShareHeartbeatOutcome(response, maybe_initialize(ctx, group, group_epoch, subscribed))

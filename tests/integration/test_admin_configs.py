@@ -2,12 +2,15 @@
 describe_configs for BROKER, TOPIC and GROUP resources, incremental_alter_configs on a GROUP, and
 what a group's settings do to real share consumers (tests/share_consumer_proc.py): a group set to
 start at the earliest record gets records produced before it joined (the broker's default is
-latest), a group with a short lock gets an unacknowledged record again once that lock expires,
-and the settings survive a restart on the same data directory."""
+latest), a group with a short lock gets an unacknowledged record again once that lock expires, a
+share member's heartbeat interval follows its group's, and the settings survive a restart on the
+same data directory."""
 
 from __future__ import annotations
 
 import time
+import uuid
+from datetime import timedelta
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
@@ -19,7 +22,7 @@ from cluster.gateway.apis import SUPPORTED, ApiKey
 from tests.clients import confluent_produce, create_topic
 from tests.cluster_process import ClusterProcess
 from tests.kio_client import KioClient
-from tests.share_runs import ShareConsumerProc
+from tests.share_runs import ShareConsumerProc, wait_until
 
 BROKER_LOCK_MS = 45_000  # the broker's; the groups below get 15 s (Kafka's lowest by default)
 ARGS = (
@@ -108,9 +111,43 @@ def test_alter_and_describe_a_groups_settings(cluster):
     assert describe(cluster, ResourceType.GROUP, "cfg")["share.delivery.count.limit"].value == "5"
 
     for entry in [("share.delivery.count.limit", "11", SET), ("share.record.lock.duration.ms", "100", SET),
-                  ("share.session.timeout.ms", "20000", SET), ("no.such.config", "1", SET),
-                  ("share.record.lock.duration.ms", "20000", APPEND)]:
+                  ("share.session.timeout.ms", "60001", SET), ("no.such.config", "1", SET),
+                  ("share.isolation.level", "dirty", SET), ("share.record.lock.duration.ms", "20000", APPEND),
+                  # Not above the broker's 10 s session timeout (Kafka's validateValues relation).
+                  ("share.heartbeat.interval.ms", "10000", SET)]:
         assert error_of(lambda: alter_group(cluster, "cfg", entry)) == KafkaError.INVALID_CONFIG, entry
+
+
+def share_heartbeat(client: KioClient, group: str, member: str, epoch: int, topic: str):
+    body = {"group_id": group, "member_id": member, "member_epoch": epoch, "rack_id": None,
+            "subscribed_topic_names": [topic] if epoch == 0 else None}
+    answer = client.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, body)
+    assert answer.error_code == ErrorCode.none, answer
+    return answer
+
+
+def test_a_share_members_heartbeat_interval_follows_its_groups_setting(cluster):
+    """Kafka's shareGroupHeartbeatIntervalMs: the group's share.heartbeat.interval.ms, from the
+    member's next heartbeat after a change; other groups keep the broker's (500 ms here)."""
+    create_topic(cluster.bootstrap, "paced", 1)
+    alter_group(cluster, "paced", ("share.heartbeat.interval.ms", "1500", SET), ("share.session.timeout.ms", "12000", SET))
+    assert describe(cluster, ResourceType.GROUP, "paced")["share.heartbeat.interval.ms"].value == "1500"
+    member, epoch = str(uuid.uuid4()), 0
+    with KioClient(cluster.bootstrap) as client:
+
+        def interval_is(group: str, wanted: int) -> bool:
+            nonlocal epoch
+            answer = share_heartbeat(client, group, member, epoch, "paced")
+            epoch = answer.member_epoch
+            return answer.heartbeat_interval == timedelta(milliseconds=wanted)
+
+        wait_until(lambda: interval_is("paced", 1500), timeout=30, what="the group's heartbeat interval")
+        other = share_heartbeat(client, "unpaced", str(uuid.uuid4()), 0, "paced")
+        assert other.heartbeat_interval == timedelta(milliseconds=500)
+        alter_group(cluster, "paced", ("share.heartbeat.interval.ms", "2500", SET))
+        wait_until(lambda: interval_is("paced", 2500), timeout=30, what="the changed heartbeat interval")
+        alter_group(cluster, "paced", ("share.heartbeat.interval.ms", None, DELETE))
+        wait_until(lambda: interval_is("paced", 500), timeout=30, what="the broker's heartbeat interval again")
 
 
 def test_every_advertised_version(cluster):

@@ -122,8 +122,28 @@ def test_groups_show_their_overrides_else_the_brokers_values():
     (static,) = describe(g, [(GROUP, "other", None)])
     assert configs(static)["share.record.lock.duration.ms"].config_source == STATIC_BROKER_CONFIG
     assert other["share.auto.offset.reset"].value == "latest" and other["share.delivery.count.limit"].value == "5"
-    assert other["share.session.timeout.ms"].read_only
     assert unsupported.error_code == ErrorCode.invalid_request
+
+
+def test_every_group_setting_is_alterable_and_the_isolation_level_is_described():
+    g = gw({"g": {"share.isolation.level": "read_committed", "share.heartbeat.interval.ms": "8000"}})
+    overridden, plain = describe(g, [(GROUP, "g", None), (GROUP, "other", None)], synonyms=True, docs=True)
+    entries, other = configs(overridden), configs(plain)
+    assert not any(c.read_only for c in entries.values())
+    assert set(entries) >= {"share.session.timeout.ms", "share.heartbeat.interval.ms", "share.isolation.level"}
+    assert entries["share.heartbeat.interval.ms"].value == "8000"
+    assert entries["share.heartbeat.interval.ms"].config_source == GROUP_CONFIG
+    assert other["share.session.timeout.ms"].value == "45000"
+    assert other["share.session.timeout.ms"].config_source == DEFAULT_CONFIG
+    isolation = entries["share.isolation.level"]
+    assert isolation.value == "read_committed" and isolation.config_source == GROUP_CONFIG
+    assert [(s.name, s.value, s.source) for s in isolation.synonyms] == [
+        ("share.isolation.level", "read_committed", GROUP_CONFIG)]
+    assert isolation.config_type == 2  # STRING
+    # Kafka's own default (no broker setting stands behind it); raygroups says what it means here.
+    assert other["share.isolation.level"].value == "read_uncommitted"
+    assert other["share.isolation.level"].config_source == DEFAULT_CONFIG and other["share.isolation.level"].synonyms == ()
+    assert "no transactions" in isolation.documentation and "read_uncommitted" in isolation.documentation
 
 
 def alter(g, resources, validate_only=False, version=1):

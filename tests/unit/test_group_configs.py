@@ -12,8 +12,20 @@ from kio.schema.errors import ErrorCode
 from cluster.actors.common import ActorKind
 from cluster.actors.controller import Controller
 from cluster.config import Config
-from cluster.group_configs import APPEND, DELETE, SET, SUBTRACT, AlterOp, Refusal, apply, effective, lock_duration_ms
+from cluster.group_configs import (
+    APPEND,
+    DELETE,
+    SET,
+    SUBTRACT,
+    AlterOp,
+    Refusal,
+    apply,
+    coordinator_group_configs,
+    effective,
+    lock_duration_ms,
+)
 from cluster.metadata import CODEC, ClusterMetadata
+from coordinator.config import GroupConfig
 from tests.unit.controller.fake_pool import FakeClock, FakePool
 from tests.unit.controller.test_reconciler import SMALL
 
@@ -38,13 +50,34 @@ def test_set_and_delete_change_only_the_named_settings():
         (AlterOp("share.record.lock.duration.ms", APPEND, "1"), ErrorCode.invalid_config, "Can't APPEND to key"),
         (AlterOp("share.delivery.count.limit", SUBTRACT, "1"), ErrorCode.invalid_config, "not LIST"),
         (AlterOp("no.such.config", SET, "1"), ErrorCode.invalid_config, "Unknown group config name: no.such.config"),
-        (AlterOp("share.session.timeout.ms", SET, "50000"), ErrorCode.invalid_config, "share.session.timeout.ms"),
-        (AlterOp("share.record.lock.duration.ms", SET, "abc"), ErrorCode.invalid_config, "Not a number of type INT"),
-        (AlterOp("share.record.lock.duration.ms", SET, "14999"), ErrorCode.invalid_config, "greater than or equal to 15000"),
-        (AlterOp("share.record.lock.duration.ms", SET, "60001"), ErrorCode.invalid_config, "less than or equal to 60000"),
-        (AlterOp("share.delivery.count.limit", SET, "1"), ErrorCode.invalid_config, "greater than or equal to 2"),
-        (AlterOp("share.delivery.count.limit", SET, "11"), ErrorCode.invalid_config, "less than or equal to 10"),
+        (AlterOp("share.record.lock.duration.ms", SET, "abc"), ErrorCode.invalid_config,
+         "Invalid value abc for configuration share.record.lock.duration.ms: Not a number of type INT"),
+        # Kafka's GroupConfig.validateValues messages name the bound's setting.
+        (AlterOp("share.record.lock.duration.ms", SET, "14999"), ErrorCode.invalid_config,
+         "share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms"),
+        (AlterOp("share.record.lock.duration.ms", SET, "60001"), ErrorCode.invalid_config,
+         "share.record.lock.duration.ms must be less than or equal to group.share.max.record.lock.duration.ms"),
+        (AlterOp("share.delivery.count.limit", SET, "1"), ErrorCode.invalid_config,
+         "Invalid value 1 for configuration share.delivery.count.limit: Value must be at least 2"),
+        (AlterOp("share.delivery.count.limit", SET, "11"), ErrorCode.invalid_config,
+         "share.delivery.count.limit must be less than or equal to group.share.max.delivery.count.limit"),
         (AlterOp("share.auto.offset.reset", SET, "middle"), ErrorCode.invalid_config, "share.auto.offset.reset"),
+        (AlterOp("share.session.timeout.ms", SET, "44999"), ErrorCode.invalid_config,
+         "share.session.timeout.ms must be greater than or equal to group.share.min.session.timeout.ms"),
+        (AlterOp("share.session.timeout.ms", SET, "60001"), ErrorCode.invalid_config,
+         "share.session.timeout.ms must be less than or equal to group.share.max.session.timeout.ms"),
+        (AlterOp("share.session.timeout.ms", SET, "0"), ErrorCode.invalid_config,
+         "Invalid value 0 for configuration share.session.timeout.ms: Value must be at least 1"),
+        (AlterOp("share.heartbeat.interval.ms", SET, "4999"), ErrorCode.invalid_config,
+         "share.heartbeat.interval.ms must be greater than or equal to group.share.min.heartbeat.interval.ms"),
+        (AlterOp("share.heartbeat.interval.ms", SET, "15001"), ErrorCode.invalid_config,
+         "share.heartbeat.interval.ms must be less than or equal to group.share.max.heartbeat.interval.ms"),
+        (AlterOp("share.heartbeat.interval.ms", SET, "x"), ErrorCode.invalid_config, "Not a number of type INT"),
+        (AlterOp("share.isolation.level", SET, "read_dirty"), ErrorCode.invalid_config,
+         "Invalid value read_dirty for configuration share.isolation.level: String must be one of: "
+         "read_committed, read_uncommitted"),
+        (AlterOp("consumer.session.timeout.ms", SET, "45000"), ErrorCode.invalid_config,
+         "Unknown group config name: consumer.session.timeout.ms"),
         (AlterOp("share.auto.offset.reset", SET, None), ErrorCode.invalid_request, "Null value not supported"),
         (AlterOp("share.auto.offset.reset", 7, "earliest"), ErrorCode.invalid_request, "Unknown operations type 7"),
     ],
@@ -52,6 +85,49 @@ def test_set_and_delete_change_only_the_named_settings():
 def test_kafkas_refusals(op, code, text):
     refusal = apply(BROKER, {}, [op])
     assert isinstance(refusal, Refusal) and refusal.error_code == code and text in refusal.message
+
+
+def test_the_share_session_settings_and_the_isolation_level_can_be_set():
+    ops = [AlterOp("share.session.timeout.ms", SET, "60000"), AlterOp("share.heartbeat.interval.ms", SET, " 15000 "),
+           AlterOp("share.isolation.level", SET, "read_committed")]
+    new = apply(BROKER, {}, ops)
+    assert new == {"share.session.timeout.ms": "60000", "share.heartbeat.interval.ms": "15000",
+                   "share.isolation.level": "read_committed"}
+    values = effective(BROKER, new)
+    assert values["share.session.timeout.ms"] == (60_000, True)
+    assert values["share.heartbeat.interval.ms"] == (15_000, True)
+    assert values["share.isolation.level"] == ("read_committed", True)
+    assert effective(BROKER, {})["share.isolation.level"] == ("read_uncommitted", False)
+    assert effective(BROKER, {})["share.session.timeout.ms"] == (45_000, False)
+
+
+def test_the_session_timeout_must_exceed_the_heartbeat_interval_with_the_brokers_values_filling_in():
+    """Kafka's validate merges the broker's values under the group's before validateValues."""
+    broker = Config({"group.share.max.heartbeat.interval.ms": 50_000})
+    refusal = apply(broker, {}, [AlterOp("share.heartbeat.interval.ms", SET, "45000")])  # the broker's session: 45 s
+    assert refusal == Refusal(ErrorCode.invalid_config,
+                              "share.session.timeout.ms must be greater than share.heartbeat.interval.ms")
+    stored = apply(broker, {}, [AlterOp("share.session.timeout.ms", SET, "60000")])
+    assert apply(broker, stored, [AlterOp("share.heartbeat.interval.ms", SET, "45000")]) == {
+        "share.session.timeout.ms": "60000", "share.heartbeat.interval.ms": "45000"}
+    # Deleting the session override brings the broker's 45 s back under a 45 s interval.
+    with_interval = {"share.session.timeout.ms": "60000", "share.heartbeat.interval.ms": "45000"}
+    assert isinstance(apply(broker, with_interval, [AlterOp("share.session.timeout.ms", DELETE, None)]), Refusal)
+
+
+def test_the_group_coordinator_gets_each_groups_session_settings_within_the_brokers_bounds():
+    """Kafka's GroupConfigManager.updateGroupConfig evaluates (caps) values set under wider bounds."""
+    broker = Config({"group.share.max.session.timeout.ms": 50_000, "group.share.min.heartbeat.interval.ms": 6_000,
+                     "group.share.heartbeat.interval.ms": 6_000})
+    configs = coordinator_group_configs(broker, {
+        "a": {"share.session.timeout.ms": "60000", "share.heartbeat.interval.ms": "5000"},
+        "b": {"share.heartbeat.interval.ms": "7000", "share.auto.offset.reset": "earliest"},
+        "c": {"share.auto.offset.reset": "earliest"},
+    })
+    assert configs == {
+        "a": GroupConfig(share_session_timeout_ms=50_000, share_heartbeat_interval_ms=6_000),
+        "b": GroupConfig(share_heartbeat_interval_ms=7_000),
+    }
 
 
 def test_duplicate_keys_are_an_invalid_request():

@@ -7,7 +7,8 @@ ConfigHelper, ConfigAdminManager; the controller's ConfigurationControlManager f
 - TOPIC: the topic settings raygroups applies, with the values it applies (topic_entries
   below), read-only: raygroups does not change them per topic.
 - GROUP: the group's share settings, its overrides else the broker's (cluster/group_configs.py).
-  Only these are alterable, through IncrementalAlterConfigs SET and DELETE.
+  Only these are alterable, through IncrementalAlterConfigs SET and DELETE; the controller checks
+  the values as Kafka's GroupConfig.validate does.
 """
 
 from __future__ import annotations
@@ -175,17 +176,22 @@ def topic_entries(config: Any, internal: bool) -> list[dict[str, Any]]:
 
 
 def group_entries(config: Any, overrides: dict[str, str]) -> list[dict[str, Any]]:
+    """Every group setting, alterable; one without a broker setting (share.isolation.level) has
+    Kafka's own default and no synonym but the group's."""
     out = []
     for name, (value, overridden) in effective(config, overrides).items():
         setting = GROUP_SETTINGS[name]
-        source, synonyms = _broker_source(config, setting.broker_setting)
-        synonyms = [(setting.broker_setting, v, s) for _, v, s in synonyms]
+        source: int = DEFAULT_CONFIG
+        synonyms: list[tuple[str, str | None, int]] = []
+        if setting.broker_setting is not None:
+            source, synonyms = _broker_source(config, setting.broker_setting)
+            synonyms = [(setting.broker_setting, v, s) for _, v, s in synonyms]
         # Kafka's ConfigHelper: the source is the first synonym's, the group's own before the broker's.
         if overridden:
             source, synonyms = GROUP_CONFIG, [(name, overrides[name], GROUP_CONFIG), *synonyms]
         out.append({
-            "name": name, "value": _text(value), "read_only": not setting.alterable, "source": source,
-            "synonyms": synonyms, "type": STRING if name == "share.auto.offset.reset" else INT, "doc": setting.doc,
+            "name": name, "value": _text(value), "read_only": False, "source": source,
+            "synonyms": synonyms, "type": INT if setting.kind == "int" else STRING, "doc": setting.doc,
         })
     return out
 
