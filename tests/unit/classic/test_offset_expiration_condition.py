@@ -28,6 +28,17 @@ def live_for(ctx: Context, ms: int, member: str, generation: int = 1, step: int 
         assert ctx.heartbeat(member, generation).error_code == ErrorCode.none
 
 
+def subscribed_to_foo(committed: dict[tuple[str, int], int]) -> tuple[Context, str, list]:
+    """A Stable group subscribed to "foo" that committed `committed` (the records written) and has
+    lived a retention period since."""
+    ctx = Context(offsets_retention_ms=RETENTION)
+    member = stable_group(ctx, "foo")
+    ctx.commit(committed, member_id=member, generation=1)
+    written = ctx.take_written()
+    live_for(ctx, RETENTION, member)
+    return ctx, member, written
+
+
 def offsets(ctx: Context, group_id: str = "g") -> dict[tuple[str, int], int]:
     return {k: v.offset for k, v in ctx.shard.offsets.get(group_id, {}).items()}
 
@@ -106,11 +117,7 @@ def test_a_group_whose_subscriptions_cannot_be_known_keeps_its_offsets():
 
 
 def test_a_rebalancing_group_keeps_every_offset():
-    ctx = Context(offsets_retention_ms=RETENTION)
-    member = stable_group(ctx, "foo")
-    ctx.commit({("bar", 0): 3}, member_id=member, generation=1)
-    ctx.take_written()
-    live_for(ctx, RETENTION, member)
+    ctx, member, _ = subscribed_to_foo({("bar", 0): 3})
     joining = ctx.join_new(protocols=(("range", subscription("foo")),))  # PreparingRebalance
     assert ctx.group().is_in(S.PREPARING_REBALANCE)
     assert cleanup(ctx) == []
@@ -138,11 +145,7 @@ def test_subscriptions_are_known_again_after_the_partition_loads():
 
 
 def test_an_empty_group_left_without_offsets_is_deleted_and_a_stable_one_is_not():
-    ctx = Context(offsets_retention_ms=RETENTION)
-    member = stable_group(ctx, "foo")
-    ctx.commit({("bar", 0): 3}, member_id=member, generation=1)
-    ctx.take_written()
-    live_for(ctx, RETENTION, member)
+    ctx, member, _ = subscribed_to_foo({("bar", 0): 3})
     assert cleanup(ctx) == [offset_tombstone("g", "bar", 0)]
     assert ctx.group() is not None
     ctx.leave(member)
@@ -152,11 +155,7 @@ def test_an_empty_group_left_without_offsets_is_deleted_and_a_stable_one_is_not(
 
 
 def test_the_cleanup_replays_to_the_same_state():
-    ctx = Context(offsets_retention_ms=RETENTION)
-    member = stable_group(ctx, "foo")
-    ctx.commit({("foo", 0): 5, ("bar", 0): 3}, member_id=member, generation=1)
-    written = ctx.take_written()
-    live_for(ctx, RETENTION, member)
+    ctx, _, written = subscribed_to_foo({("foo", 0): 5, ("bar", 0): 3})
     written += cleanup(ctx)
     shard = GroupCoordinatorShard(("__consumer_offsets", 0), ctx.clock, config=ctx.config)
     for record in written:
