@@ -145,3 +145,32 @@ def test_the_same_delivery_count_after_its_holder_stopped_is_a_closed_session_no
     found = result.verdict("double-acquisition")
     assert (found.status, found.violations) == ("pass", 0)
     assert "across a leader change or a closed session" in found.summary
+
+
+def _stale_session_holds(builder, offset: int) -> float:
+    """s00 got orders-0@offset through a share session on one gateway and, its partition's leader
+    having moved to the other gateway, fetches it there from now on: its decision waits in the old
+    session. The lock expires and s00 gets the record again there (count 2). Returns when."""
+    builder.remove(lambda r: r["kind"] == "ack" and (r["partition"], r["offset"]) == (0, offset))
+    again = produced_at(0, offset) + 15.2
+    builder.share_delivery(S0, 0, offset, 2, again)
+    return again
+
+
+def test_a_stale_accept_of_an_expired_delivery_applied_to_the_members_later_holding_is_no_duplicate(builder, tmp_path):
+    # Seen in the fault-kinds scenario: the member RELEASEd the redelivery, got it a third time, and
+    # the stale ACCEPT (meant for count 1) then acknowledged what it held, count 3.
+    again = _stale_session_holds(builder, 5)
+    builder.ack(S0, 0, 5, 2, "RELEASE", again + 0.1)
+    builder.share_delivery(S0, 0, 5, 3, again + 0.1)
+    builder.ack(S0, 0, 5, 1, "ACCEPT", again + 0.4)  # the old session's, 15 s late
+    all_pass(judge(builder, tmp_path))
+
+
+def test_a_stale_accept_answered_after_the_members_own_accept_of_a_redelivery_proves_nothing(builder, tmp_path):
+    # The redelivery's ACCEPT completed the record first; the stale one then fell below the start
+    # offset, which Kafka skips and answers NONE.
+    again = _stale_session_holds(builder, 7)
+    builder.ack(S0, 0, 7, 2, "ACCEPT", again + 0.1)
+    builder.ack(S0, 0, 7, 1, "ACCEPT", again + 0.4)
+    all_pass(judge(builder, tmp_path))
