@@ -136,9 +136,12 @@ class ShareSessionCache:
                 ErrorCode.invalid_share_session_epoch,
                 f"share session epoch {epoch} of member {member_id} is not the expected {session.epoch}",
             )
+        # Kafka's ShareSession.update: the request's partitions are added first, then the
+        # forgotten ones removed, so a partition listed only for its acknowledgements and forgotten
+        # in the same request (its member now fetches it through another gateway) is not fetched.
+        session.partitions.update(dict.fromkeys(added))
         for tp in forgotten:
             session.partitions.pop(tp, None)
-        session.partitions.update(dict.fromkeys(added))
         self.touched.setdefault(group_id, set()).update(added)
         session.epoch = next_epoch(epoch)
         session.requests += 1

@@ -117,3 +117,13 @@ def test_a_session_out_of_the_cache_is_marked_closed_whichever_way_it_left():
     gone, _ = cache.fetch("g", "b", 0, 2)
     cache.disconnected(2)
     assert not cache.holds(gone)
+
+
+def test_a_partition_listed_and_forgotten_in_one_request_leaves_the_session():
+    """Kafka's ShareSession.update adds the request's partitions, then removes the forgotten ones:
+    a member that acknowledges records of a partition it now fetches elsewhere (its leader moved)
+    lists it with the acknowledgements and forgets it, and nothing more is acquired for it here."""
+    cache = ShareSessionCache(10)
+    cache.fetch("g", "m", 0, connection_id=1, added=[(T, 0), (T, 1)])
+    session, _ = cache.fetch("g", "m", 1, 1, added=[(T, 0)], forgotten=[(T, 0)], acknowledging=True)
+    assert list(session.partitions) == [(T, 1)]
