@@ -98,6 +98,8 @@ _ORDERED = (
     ("group.share.record.lock.duration.ms", "group.share.min.record.lock.duration.ms", False),
     ("group.share.max.record.lock.duration.ms", "group.share.record.lock.duration.ms", False),
     ("group.share.max.delivery.count.limit", "group.share.min.delivery.count.limit", False),
+    ("group.share.max.session.timeout.ms", "group.share.min.session.timeout.ms", False),
+    ("group.share.max.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms", False),
 )
 
 

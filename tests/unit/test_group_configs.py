@@ -252,3 +252,14 @@ def test_a_failed_write_still_publishes_the_groups_written_before_it(tmp_path):
             controller.executor.shutdown()
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+@pytest.mark.parametrize("name", ["group.share.min.session.timeout.ms", "group.share.min.heartbeat.interval.ms"])
+def test_a_share_session_or_heartbeat_min_above_its_max_is_refused_at_start(name):
+    # Kafka's GroupCoordinatorConfig requires each max at least its min.
+    from cluster.config import ConfigError
+    from cluster.server_properties import check_together
+
+    maximum = name.replace(".min.", ".max.")
+    with pytest.raises(ConfigError, match=f"{maximum}: must be at least {name}"):
+        check_together(Config({name: 100_000}))
