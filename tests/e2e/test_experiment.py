@@ -121,6 +121,26 @@ def test_the_run_directory_holds_the_event_log_and_the_coordinators_records(run)
     assert {(r["group"], r["topic"], r["topic_partition"]) for r in final} == {("workers", "orders", p) for p in range(4)}
 
 
+def test_the_run_directory_records_the_clusters_leadership_changes_and_each_share_deliverys_leader(run):
+    """The facts the checker judges leader changes by (issue 20): the controller's own record of every
+    change, and the leader epoch that acquired each share record."""
+    out, _ = run
+    changes = pq.read_table(out / "leadership.parquet").to_pylist()
+    info = json.loads((out / "run.json").read_text())
+    for fault in info["faults"]:
+        moved = [c for c in changes if c["previous"] == fault["target"]]
+        assert moved and {c["cause"] for c in moved} == {"failover"}, (fault, changes[-5:])
+        assert all(c["released"] == c["time"] <= c["loaded"] and c["leader_epoch"] >= 2 for c in moved)
+    assert {c["cause"] for c in changes} >= {"startup", "created", "failover"}
+    rows = read_events(out).select(["kind", "role", "leader_epoch", "time", "target", "fault_id"]).to_pylist()
+    share = [r for r in rows if r["kind"] == "delivery" and r["role"] == "share"]
+    assert share and all(r["leader_epoch"] is not None and r["leader_epoch"] >= 1 for r in share)
+    # A group whose coordinator was killed recovers only after the new coordinator took over.
+    began = min(c["time"] for c in changes if c["previous"] == info["faults"][0]["target"])
+    recoveries = [r for r in rows if r["kind"] == "recovery" and r["fault_id"] == 0]
+    assert recoveries and all(r["time"] > began for r in recoveries)
+
+
 def test_the_report_has_its_plots_and_the_verdicts(run):
     out, _ = run
     page = (out / "report" / "index.html").read_text()
