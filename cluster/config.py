@@ -153,9 +153,20 @@ SETTINGS: dict[str, Setting] = {
         Setting("ssl.truststore.location", "", Text(), "PEM file of CA certificates to verify clients with"),
         Setting("ssl.truststore.certificates", "", Text(), "PEM CA certificates (instead of a location)"),
         Setting("ssl.client.auth", "none", Choice(("none", "requested", "required")), "ask clients for a certificate"),
-        # Kafka's default (-1) is unbounded; a bound is the point of issue 10, so raygroups sets one.
-        Setting("queued.max.request.bytes", 256 * 1024 * 1024, Int(-1, long=True, note="-1: no bound"),
-                "request bytes (partial and queued) a gateway holds across connections before it stops reading; -1: no bound"),
+        # Kafka's default (-1) is unbounded; a bound is the point of issue 10, so raygroups sets one. Unlike
+        # Kafka's pool, bytes count as they arrive, never a size a prefix only announced (issue 21).
+        Setting("queued.max.request.bytes", 256 * 1024 * 1024, Int(-1, long=True, note="-1 or 0: no bound"),
+                "request bytes (of partial frames and requests not answered yet) a gateway holds across connections; "
+                "past it, a connection holding more than one request of about 1 MiB stops reading until memory "
+                "comes back; -1 or 0: no bound"),
+        Setting("connections.max.idle.ms", 600_000, Int(-1, long=True, note="-1: never"),
+                "close a connection that sent and was sent nothing for this long, a frame left half sent "
+                "included (a connection owed an answer is not idle); -1: never"),
+        Setting("sasl.server.max.receive.size", 524_288, Int(1),
+                "largest frame a SASL listener reads before a connection has authenticated; a larger one fails "
+                "authentication and closes the connection"),
+        Setting("connection.failed.authentication.delay.ms", 100, Int(0),
+                "how long a failed authentication's answer and close are delayed"),
         Setting("max.connections.per.ip", 2_147_483_647, Int(0), "connections a gateway accepts from one address"),
         Setting("max.connections", 2_147_483_647, Int(0), "connections a gateway accepts in all"),
         Setting("raygroups.operator.host", "127.0.0.1", Text(),

@@ -23,6 +23,14 @@ Kafka's treatment of bad input (SocketServer / RequestContext, PROTOCOL.md §1):
   answered with raw tokens, until authentication succeeds; a failure closes without an answer
   (a v0 client would not understand one). Kafka handles one authentication frame at a time, so
   after a v0 handshake or a raw token nothing more is parsed until it has been answered.
+
+Limits (issue 21; the listener's, in `session.limits`):
+- before authentication a frame above sasl.server.max.receive.size fails authentication and closes
+  (SaslServerAuthenticator: InvalidReceiveException); so does a request SASL does not allow then;
+  such a Close says `authentication_failed`: the shell delays it and counts it, as Kafka's Selector;
+- request bytes count against queued.max.request.bytes as they arrive (connection_limits.py);
+- a connection that received and sent nothing for connections.max.idle.ms, a half-sent frame
+  included, is closed when the shell asks (`expire_idle`), unless it is owed an answer.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from __future__ import annotations
 import collections
 import functools
 import struct
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -64,6 +73,7 @@ class Request:
     session: Session | None = None  # the connection's listener and principal
     # Close once this answer is out: a failed authentication is answered, then the connection ends.
     close_after_reply: str | None = None
+    authentication_failed: bool = False  # that close is a failed authentication (delayed, counted)
     raw_sasl: bool = False  # a raw SASL token after a SaslHandshake v0: answered as a raw token
     received_at: float = 0.0  # time.perf_counter() when its frame was read (request latency metrics)
 
@@ -71,6 +81,13 @@ class Request:
 @dataclass(slots=True)
 class Close:
     reason: str
+    # Kafka's AuthenticationException during authentication: its answer and the close are delayed by
+    # connection.failed.authentication.delay.ms, and it is logged and counted (Selector).
+    authentication_failed: bool = False
+    # What closed it, the label of the connections_closed metric: the setting whose limit it hit
+    # (socket.request.max.bytes, sasl.server.max.receive.size, connections.max.idle.ms), or
+    # bad_request, handler_error, failed_authentication, connection_lost.
+    cause: str = "bad_request"
 
 
 Event = Request | Close
@@ -116,7 +133,9 @@ class _Slot:
 
 
 class ProtocolViolation(Exception):
-    pass
+    def __init__(self, message: str, authentication_failed: bool = False) -> None:
+        super().__init__(message)
+        self.authentication_failed = authentication_failed
 
 
 class KafkaConnection:
@@ -126,11 +145,15 @@ class KafkaConnection:
         max_outstanding: int = MAX_OUTSTANDING,
         session: Session | None = None,
         memory: RequestMemory | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.max_request_bytes = max_request_bytes
         self.session = session if session is not None else Session()
+        self.limits = self.session.limits
+        self._clock = clock
+        self.last_active = clock()  # when bytes last arrived or an answer last went out
         self.memory = memory if memory is not None else RequestMemory(-1)
-        self._head_reserved = 0  # reserved for the frame at the head of the buffer
+        self._held = 0  # bytes of queued.max.request.bytes held: the buffer's and unanswered requests'
         self.waiting_for_memory = False
         self.max_outstanding = max_outstanding
         self._buffer = bytearray()
@@ -154,6 +177,10 @@ class KafkaConnection:
             return []
         # Frames are cut from the bytes as received and the rest is kept once, rather than deleting
         # each frame from the front of a buffer (a move of all that follows it).
+        if data:
+            self.memory.take(len(data))
+            self._held += len(data)
+            self.last_active = self._clock()
         if self._buffer:
             self._buffer += data
         buffer: bytes | bytearray = self._buffer or data
@@ -166,13 +193,16 @@ class KafkaConnection:
             (size,) = _SIZE.unpack_from(buffer, pos)
             if size < 0 or size > self.max_request_bytes:
                 return events + [self._close(
-                    f"request size {size} is outside 0..socket.request.max.bytes ({self.max_request_bytes})"
+                    f"request size {size} is outside 0..socket.request.max.bytes ({self.max_request_bytes})",
+                    cause="socket.request.max.bytes",
                 )]
-            if not self._head_reserved:
-                if not self.memory.try_reserve(4 + size):
-                    self.waiting_for_memory = True  # read no further until memory comes back
-                    break
-                self._head_reserved = 4 + size
+            if size > self.limits.sasl_server_max_receive_size and not self.session.authenticated:
+                # SaslServerAuthenticator reads with its own NetworkReceive bound until authenticated.
+                return events + [self._close(
+                    "Failing SASL authentication due to invalid receive size: Invalid receive "
+                    f"(size = {size} larger than {self.limits.sasl_server_max_receive_size})",
+                    authentication_failed=True, cause="sasl.server.max.receive.size",
+                )]
             if end - pos < 4 + size:
                 break
             frame = bytes(buffer[pos + 4 : pos + 4 + size])
@@ -180,12 +210,12 @@ class KafkaConnection:
             try:
                 request = self._raw_token(frame) if self._raw_sasl else self._parse(frame)
             except ProtocolViolation as exc:
-                return events + [self._close(str(exc))]
+                failed = exc.authentication_failed
+                return events + [self._close(str(exc), failed, "failed_authentication" if failed else "bad_request")]
             request.session = self.session
             if request.raw_sasl or (request.api_key == ApiKey.SASL_HANDSHAKE and request.api_version == 0):
                 self._held_for = request
-            slot = _Slot(request, self._head_reserved)
-            self._head_reserved = 0
+            slot = _Slot(request, 4 + size)  # its bytes stay held until its answer is out
             self._outstanding.append(slot)
             self._slots[id(request)] = slot
             events.append(request)
@@ -193,6 +223,7 @@ class KafkaConnection:
             del self._buffer[:pos]
         else:
             self._buffer = bytearray(buffer[pos:])
+        self.waiting_for_memory = self.memory.must_wait(self._held)  # read no further until memory comes back
         return events
 
     def respond(self, request: Request, response: Any) -> None:
@@ -242,17 +273,22 @@ class KafkaConnection:
     def next_events(self) -> list[Outbound]:
         """The answers ready to write, in request order, then any change in whether to read."""
         out: list[Outbound] = []
+        if self._outstanding and self._outstanding[0].data is not _PENDING:
+            self.last_active = self._clock()
         while self._outstanding and self._outstanding[0].data is not _PENDING:
             slot = self._outstanding.popleft()
             del self._slots[id(slot.request)]
             self.memory.release(slot.reserved)
+            self._held -= slot.reserved
             slot.reserved = 0
             if slot.failure is not None:
-                out.append(self._close(slot.failure))
+                out.append(self._close(slot.failure, cause="handler_error"))
                 return out
             out.append(Reply(slot.request, slot.data))
             if slot.request.close_after_reply is not None:
-                out.append(self._close(slot.request.close_after_reply))
+                failed = slot.request.authentication_failed
+                out.append(self._close(slot.request.close_after_reply, authentication_failed=failed,
+                                       cause="failed_authentication" if failed else "closed_after_reply"))
                 return out
         if self.closed is not None:
             return out
@@ -271,17 +307,35 @@ class KafkaConnection:
     def abandon(self) -> None:
         """The socket is gone: give back every byte this connection holds."""
         if self.closed is None:
-            self._close("connection lost")
+            self._close("connection lost", cause="connection_lost")
 
-    def _close(self, reason: str) -> Close:
+    def idle_deadline(self) -> float | None:
+        """When (on the clock) this connection is idle for connections.max.idle.ms if nothing arrives
+        or goes out before; None: never (the setting is negative, it is closed, or it is owed an answer:
+        the wait is the gateway's, not the client's)."""
+        idle_ms = self.limits.connections_max_idle_ms
+        if idle_ms < 0 or self.closed is not None or self._outstanding:
+            return None
+        return self.last_active + idle_ms / 1000
+
+    def expire_idle(self, now: float) -> Close | None:
+        """Close if idle at `now` (Kafka's Selector.maybeCloseOldestConnection); a frame left half sent
+        is idle as well: its bytes are given back."""
+        deadline = self.idle_deadline()
+        if deadline is None or now < deadline:
+            return None
+        idle_ms = self.limits.connections_max_idle_ms
+        return self._close(f"idle for {round((now - self.last_active) * 1000)} ms (connections.max.idle.ms={idle_ms})",
+                           cause="connections.max.idle.ms")
+
+    def _close(self, reason: str, authentication_failed: bool = False, cause: str = "bad_request") -> Close:
         self.closed = reason
         self._buffer.clear()
-        held = self._head_reserved + sum(slot.reserved for slot in self._outstanding)
-        self._head_reserved = 0
+        held, self._held = self._held, 0
         for slot in self._outstanding:
             slot.reserved = 0
         self.memory.release(held)
-        return Close(reason)
+        return Close(reason, authentication_failed, cause)
 
     def _parse(self, frame: bytes) -> Request:
         if len(frame) < _HEADER_PREFIX.size:
@@ -323,7 +377,9 @@ class KafkaConnection:
             if api_key != ADMIN_API_KEY:
                 raise ProtocolViolation(f"api key {api_key} on the operator listener, which serves only the operator API")
         elif not self.session.authenticated and api_key not in _BEFORE_AUTHENTICATION:
-            raise ProtocolViolation(f"unexpected request (api key {api_key}) before SASL authentication")
+            # Kafka's IllegalSaslStateException: a failed authentication.
+            raise ProtocolViolation(f"unexpected request (api key {api_key}) before SASL authentication",
+                                    authentication_failed=True)
 
     def _parse_admin(self, frame: bytes, api_version: int, correlation_id: int) -> Request:
         # Header v1 layout (key, version, correlation id, nullable string client id), then msgpack.

@@ -21,6 +21,12 @@ class RateLimitedLog:
         self.suppressed = 0
 
     def warning(self, message: str, *args: object) -> None:
+        self._emit(logging.WARNING, message, args)
+
+    def info(self, message: str, *args: object) -> None:
+        self._emit(logging.INFO, message, args)
+
+    def _emit(self, level: int, message: str, args: tuple) -> None:
         now = self._clock()
         if now - self._window >= 1.0:
             self._window = now
@@ -30,7 +36,7 @@ class RateLimitedLog:
             return
         self._in_window += 1
         if self.suppressed:
-            self._log.warning(message + " (%d similar lines suppressed)", *args, self.suppressed)
+            self._log.log(level, message + " (%d similar lines suppressed)", *args, self.suppressed)
             self.suppressed = 0
         else:
-            self._log.warning(message, *args)
+            self._log.log(level, message, *args)

@@ -15,6 +15,13 @@ heartbeat's gateway CPU, 5% of the gateway's samples under group-requests. What 
 does not, nothing in the handlers needs: no `asyncio.current_task()` (so no `asyncio.timeout`), no
 context variables. A coroutine that yields anything but a future (a bare `yield`: `sleep(0)`) goes
 on as a Task from there.
+
+Limits (issue 21): each connection has one idle timer, re-armed lazily (it fires at the deadline
+the connection last gave and asks again, so a busy connection costs no timer work per request);
+a failed authentication's answer and close wait connection.failed.authentication.delay.ms, reads
+paused meanwhile, as Kafka's Selector delays them; a connection holding too much request memory
+pauses until memory comes back. Each limit that closes or pauses something is logged (rate-limited:
+strangers trigger these at will) and counted in the metrics registry.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from typing import Any
 from cluster.gateway.auth.session import Session
 from cluster.gateway.connection_limits import ConnectionQuota, RequestMemory
 from cluster.gateway.log_limit import RateLimitedLog
-from cluster.gateway.request_metrics import record_request
+from cluster.gateway.request_metrics import record_close, record_failed_authentication, record_memory_wait, record_request
 from cluster.gateway.connection import (
     Close,
     KafkaConnection,
@@ -47,6 +54,8 @@ Handler = Callable[[Request], Awaitable[Any] | Any]
 _connection_ids = itertools.count(1)
 # Bad frames are cheap to send: a few lines a second per gateway, with a count of those left out.
 _bad_input_log = RateLimitedLog(log, per_second=3)
+_limit_log = RateLimitedLog(log, per_second=3)  # idle closes, memory waits
+_authentication_log = RateLimitedLog(log, per_second=3)  # Kafka logs each failed authentication at INFO
 # Up to this many requests in flight on a connection, an answer looks for others answered in the
 # same pass before writing; librdkafka keeps at most 5 in flight.
 _COALESCE_SCAN = 32
@@ -74,6 +83,8 @@ class KafkaProtocol(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._stats = stats
         self._peer = ""
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._closing = False  # a delayed close (failed authentication) is under way
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
@@ -84,11 +95,13 @@ class KafkaProtocol(asyncio.Protocol):
             refused = self._quota.admit(self._peer)
             if refused is not None:
                 self._stats.refused_connections += 1
-                _bad_input_log.warning("refusing connection: %s", refused)
+                record_close(refused.limit)
+                _bad_input_log.warning("refusing connection: %s", refused.message)
                 self._conn.abandon()
                 transport.close()
                 return
             self._counted = True
+        self._arm_idle_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stats.connections -= 1
@@ -96,6 +109,9 @@ class KafkaProtocol(asyncio.Protocol):
             self._quota.release(self._peer)
             self._counted = False
         self._memory.forget(self._memory_available)
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
         self._conn.abandon()
         self._transport = None
         for task in list(self._tasks):
@@ -106,12 +122,12 @@ class KafkaProtocol(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         now = time.perf_counter()
+        was_waiting = self._conn.waiting_for_memory
         for event in self._conn.receive(data):
             if isinstance(event, Close):
                 self._stats.closed_for_bad_input += 1
-                _bad_input_log.warning("closing connection: %s", event.reason)
                 self._send()
-                self._abort()
+                self._close_for(event)
                 return
             self._stats.requests += 1
             event.received_at = now
@@ -133,6 +149,11 @@ class KafkaProtocol(asyncio.Protocol):
                 self._conn.respond(event, outcome)
         self._send()
         if self._conn.waiting_for_memory:
+            if not was_waiting:
+                self._stats.memory_waits += 1
+                record_memory_wait()
+                _limit_log.warning("queued.max.request.bytes (%d) reached, %d bytes held: %s stops reading until "
+                                   "memory comes back", self._memory.limit, self._memory.used, self._peer)
             self._memory.wait(self._memory_available)
         self._read_held_input()
 
@@ -149,6 +170,29 @@ class KafkaProtocol(asyncio.Protocol):
     def _read_again(self) -> None:
         if self._transport is not None and self._conn.closed is None:
             self.data_received(b"")
+
+    def _arm_idle_timer(self) -> None:
+        idle_ms = self._conn.limits.connections_max_idle_ms
+        if idle_ms < 0 or self._transport is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # a protocol driven by hand, outside a loop (tests): no timer
+            return
+        deadline = self._conn.idle_deadline()
+        # Owed an answer: not idle now; look again one idle period later.
+        delay = idle_ms / 1000 if deadline is None else deadline - time.monotonic()
+        self._idle_timer = loop.call_later(max(delay, 0.0), self._check_idle)
+
+    def _check_idle(self) -> None:
+        self._idle_timer = None
+        if self._transport is None or self._conn.closed is not None:
+            return
+        close = self._conn.expire_idle(time.monotonic())
+        if close is None:
+            self._arm_idle_timer()  # active since: wait for the deadline it gives now
+            return
+        self._close_for(close)
 
     def _answered(self, request: Request, done: asyncio.Future) -> None:
         self._tasks.discard(done)
@@ -202,7 +246,7 @@ class KafkaProtocol(asyncio.Protocol):
 
     def _send(self) -> None:
         transport = self._transport
-        if transport is None:
+        if transport is None or self._closing:  # a delayed close sends nothing after the failure's answer
             return
         events = self._conn.next_events()
         if not events:
@@ -226,8 +270,7 @@ class KafkaProtocol(asyncio.Protocol):
             elif isinstance(event, ResumeReading):
                 reading.append(transport.resume_reading)
             elif isinstance(event, Close):
-                self._write(transport, chunks, hooks)
-                self._abort()
+                self._close_for(event, chunks, hooks)
                 return
         self._write(transport, chunks, hooks)
         for change in reading:
@@ -241,6 +284,35 @@ class KafkaProtocol(asyncio.Protocol):
         for hook in hooks:
             hook()
 
+    def _close_for(self, close: Close, chunks: list[bytes] | None = None,
+                   hooks: list[Callable[[], None]] | None = None) -> None:
+        """Write what precedes the close, then close: a failed authentication after Kafka's delay."""
+        self._account(close)
+        delay_ms = self._conn.limits.failed_authentication_delay_ms
+        if close.authentication_failed and delay_ms > 0 and self._transport is not None:
+            self._closing = True
+            self._transport.pause_reading()
+            asyncio.get_running_loop().call_later(delay_ms / 1000, self._write_and_abort, chunks or [], hooks or [])
+            return
+        self._write_and_abort(chunks or [], hooks or [])
+
+    def _write_and_abort(self, chunks: list[bytes], hooks: list[Callable[[], None]]) -> None:
+        if self._transport is not None:
+            self._write(self._transport, chunks, hooks)
+        self._abort()
+
+    def _account(self, close: Close) -> None:
+        record_close(close.cause)
+        if close.authentication_failed:
+            self._stats.failed_authentications += 1
+            record_failed_authentication()
+            _authentication_log.info("Failed authentication with %s (%s)", self._peer, close.reason)
+        elif close.cause == "connections.max.idle.ms":
+            self._stats.closed_idle += 1
+            _limit_log.info("closing connection from %s: %s", self._peer, close.reason)
+        else:
+            _bad_input_log.warning("closing connection from %s: %s", self._peer, close.reason)
+
     def _abort(self) -> None:
         # A handler bug or bad input: like Kafka, drop this connection and keep serving the others.
         if self._transport is not None:
@@ -248,13 +320,17 @@ class KafkaProtocol(asyncio.Protocol):
 
 
 class ServerStats:
-    __slots__ = ("connections", "requests", "closed_for_bad_input", "refused_connections")
+    __slots__ = ("connections", "requests", "closed_for_bad_input", "refused_connections", "closed_idle",
+                 "failed_authentications", "memory_waits")
 
     def __init__(self) -> None:
         self.connections = 0
         self.requests = 0
         self.closed_for_bad_input = 0
         self.refused_connections = 0
+        self.closed_idle = 0
+        self.failed_authentications = 0
+        self.memory_waits = 0  # times a connection stopped reading for queued.max.request.bytes
 
 
 async def serve(
