@@ -22,7 +22,8 @@ Kafka's treatment of bad input (SocketServer / RequestContext, PROTOCOL.md §1):
 - after a SaslHandshake v0 succeeds, the frames are raw SASL tokens, without a request header,
   answered with raw tokens, until authentication succeeds; a failure closes without an answer
   (a v0 client would not understand one). Kafka handles one authentication frame at a time, so
-  after a v0 handshake or a raw token nothing more is parsed until it has been answered.
+  before authentication succeeds, and after a v0 handshake, nothing more is parsed until the last
+  request has been answered (two SaslAuthenticate of one exchange never run at once).
 
 Limits (issue 21; the listener's, in `session.limits`):
 - before authentication a frame above sasl.server.max.receive.size fails authentication and closes
@@ -213,7 +214,7 @@ class KafkaConnection:
                 failed = exc.authentication_failed
                 return events + [self._close(str(exc), failed, "failed_authentication" if failed else "bad_request")]
             request.session = self.session
-            if request.raw_sasl or (request.api_key == ApiKey.SASL_HANDSHAKE and request.api_version == 0):
+            if not self.session.authenticated or request.raw_sasl or _is_handshake_v0(request):
                 self._held_for = request
             slot = _Slot(request, 4 + size)  # its bytes stay held until its answer is out
             self._outstanding.append(slot)
@@ -254,7 +255,7 @@ class KafkaConnection:
         self._held_for = None
         # The handshake handler starts an exchange only when it accepts the mechanism.
         mid_sasl = self.session.sasl is not None and not self.session.authenticated
-        if request.api_key == ApiKey.SASL_HANDSHAKE:
+        if _is_handshake_v0(request):
             self._raw_sasl = mid_sasl and response is not None and response.error_code == ErrorCode.none
         elif request.raw_sasl:
             self._raw_sasl = mid_sasl
@@ -391,6 +392,10 @@ class KafkaConnection:
             raise ProtocolViolation("admin request header truncated")
         client_id = frame[10:start].decode("utf-8", "replace") if client_len >= 0 else None
         return Request(ADMIN_API_KEY, api_version, correlation_id, client_id, frame[start:], len(frame))
+
+
+def _is_handshake_v0(request: Request) -> bool:
+    return request.api_key == ApiKey.SASL_HANDSHAKE and request.api_version == 0
 
 
 @functools.cache

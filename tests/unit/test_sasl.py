@@ -1,9 +1,15 @@
-"""SASL on the gateway (issue 10): SCRAM-SHA-256/512 against kafka-python's SCRAM client, PLAIN
-against the stored credentials, failures answered with SASL_AUTHENTICATION_FAILED then a close,
-nothing but ApiVersions/SaslHandshake/SaslAuthenticate before success, the durable store and the
-`raygroups user` commands."""
+"""SASL on the gateway (issues 10, 21): SCRAM-SHA-256/512 against kafka-python's SCRAM client, PLAIN
+against the stored credentials, failures answered with SASL_AUTHENTICATION_FAILED then a close
+marked as a failed authentication (the server delays and counts it), the work of an exchange off the
+event loop, one frame at a time before authentication, nothing but
+ApiVersions/SaslHandshake/SaslAuthenticate before success, the durable store and the
+`raygroups user` commands (iterations within Kafka's ScramMechanism bounds)."""
 
 from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
 
 import pytest
 from kafka.net.sasl.scram import ScramClient
@@ -55,23 +61,30 @@ def gateway(tmp_path):
     return gw
 
 
+def answer(gw, request):
+    """The gateway's answer to request, its handler run to the end on a loop if it is a coroutine."""
+    outcome = gw.dispatch(request)
+    return asyncio.run(outcome) if inspect.iscoroutine(outcome) else outcome
+
+
 class Client:
     def __init__(self, gw) -> None:
         self.gw = gw
         self.conn = KafkaConnection(session=client_listener(Config({"listeners": "SASL_PLAINTEXT://h:1"})).new_session())
         self.closed: str | None = None
+        self.close: Close | None = None
 
     def handshake(self, mechanism):
         events = self.conn.receive(frame(ApiKey.SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism=mechanism)))
         (request,) = events
-        response = self.gw.dispatch(request)
+        response = answer(self.gw, request)
         self.conn.respond(request, response)
         self._drain()
         return response
 
     def authenticate(self, data: bytes):
         (request,) = self.conn.receive(frame(ApiKey.SASL_AUTHENTICATE, 2, SaslAuthenticateRequest(auth_bytes=data)))
-        response = self.gw.dispatch(request)
+        response = answer(self.gw, request)
         self.conn.respond(request, response)
         self._drain()
         return response
@@ -79,7 +92,7 @@ class Client:
     def _drain(self):
         for event in self.conn.next_events():
             if isinstance(event, Close):
-                self.closed = event.reason
+                self.closed, self.close = event.reason, event
 
 
 METADATA = MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
@@ -129,9 +142,57 @@ def test_plain_verifies_against_the_stored_credentials(gateway):
 
 def test_an_unknown_mechanism_is_refused_with_the_enabled_ones(gateway):
     client = Client(gateway)
-    answer = client.handshake("GSSAPI")
-    assert answer.error_code == ErrorCode.unsupported_sasl_mechanism
-    assert list(answer.mechanisms) == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] and client.closed
+    refused = client.handshake("GSSAPI")
+    assert refused.error_code == ErrorCode.unsupported_sasl_mechanism
+    assert list(refused.mechanisms) == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] and client.closed
+    assert client.close.authentication_failed  # Kafka's UnsupportedSaslMechanismException: delayed, counted
+
+
+def counter(name: str) -> float:
+    from cluster.metrics.registry import REGISTRY
+
+    return REGISTRY.counters.get((name, ()), 0)
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+def test_a_failed_login_is_a_failed_authentication_a_success_is_counted(gateway, mechanism):
+    succeeded = counter("successful_authentications")
+    bad = Client(gateway)
+    bad.handshake(mechanism)
+    token = b"\0alice\0nope" if mechanism == "PLAIN" else ScramClient("mallory", "x", mechanism).first_message()
+    assert bad.authenticate(token).error_code == ErrorCode.sasl_authentication_failed
+    assert bad.close.authentication_failed  # the server delays its answer and close, logs and counts it
+    ok = Client(gateway)
+    ok.handshake("PLAIN")
+    ok.authenticate(b"\0alice\0s3cret")
+    assert counter("successful_authentications") == succeeded + 1
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+def test_the_work_of_an_exchange_runs_off_the_event_loop(gateway, mechanism):
+    threads: list[int] = []
+    lookup = gateway.credentials.lookup
+
+    def recording(user, mech):
+        threads.append(threading.get_ident())
+        return lookup(user, mech)
+
+    gateway.credentials = type("Recording", (), {"lookup": staticmethod(recording)})()
+    client = Client(gateway)
+    client.handshake(mechanism)
+    token = b"\0alice\0s3cret" if mechanism == "PLAIN" else ScramClient("alice", "s3cret", mechanism).first_message()
+    assert client.authenticate(token).error_code == ErrorCode.none
+    assert threads and threading.get_ident() not in threads  # PBKDF2 and the store's reads: not the loop's thread
+
+
+def test_before_authentication_one_frame_is_read_at_a_time():
+    """Kafka's SaslServerAuthenticator reads the next frame once the last one is answered: two
+    SaslAuthenticate requests of one exchange never run at once."""
+    conn = KafkaConnection(session=client_listener(Config({"listeners": "SASL_PLAINTEXT://h:1"})).new_session())
+    data = frame(ApiKey.SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism="PLAIN"))
+    data += frame(ApiKey.SASL_AUTHENTICATE, 2, SaslAuthenticateRequest(auth_bytes=b"\0alice\0s3cret"))
+    (handshake,) = conn.receive(data)
+    assert handshake.api_key == ApiKey.SASL_HANDSHAKE and not conn.input_waiting
 
 
 def test_nothing_but_the_sasl_apis_before_authentication(gateway):

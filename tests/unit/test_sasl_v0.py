@@ -14,7 +14,7 @@ from kio.serial import entity_reader
 
 from cluster.gateway.apis import SUPPORTED, ApiKey, response_class
 from cluster.gateway.connection import Close, Reply, Request
-from tests.unit.test_sasl import METADATA, Client, frame, gateway  # noqa: F401 (a fixture)
+from tests.unit.test_sasl import METADATA, Client, answer, frame, gateway  # noqa: F401 (a fixture)
 
 
 class V0Client(Client):
@@ -26,7 +26,7 @@ class V0Client(Client):
                 if isinstance(event, Close):
                     self.closed = event.reason
                     return out
-                self.conn.respond(event, self.gw.dispatch(event))
+                self.conn.respond(event, answer(self.gw, event))
             for event in self.conn.next_events():
                 if isinstance(event, Reply):
                     out.append(event.data)

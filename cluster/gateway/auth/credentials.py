@@ -37,8 +37,8 @@ def _decode(mechanism: str, d: dict) -> ScramCredential:
 class CredentialStore:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        self._stamp: tuple[int, int] | None = None
-        self._users: dict[str, dict[str, ScramCredential]] = {}
+        # (file stamp, users read at that stamp), replaced as one: authentication threads read it too.
+        self._cache: tuple[tuple[int, int] | None, dict[str, dict[str, ScramCredential]]] = (None, {})
 
     def lookup(self, user: str, mechanism: str) -> ScramCredential | None:
         return self.users().get(user, {}).get(mechanism)
@@ -47,13 +47,14 @@ class CredentialStore:
         try:
             st = self.path.stat()
         except FileNotFoundError:
-            self._stamp, self._users = None, {}
-            return self._users
+            self._cache = (None, {})
+            return self._cache[1]
         stamp = (st.st_mtime_ns, st.st_size)
-        if stamp != self._stamp:
-            self._users = self._read()
-            self._stamp = stamp
-        return self._users
+        cached_stamp, users = self._cache
+        if stamp != cached_stamp:
+            users = self._read()
+            self._cache = (stamp, users)
+        return users
 
     def _read(self) -> dict[str, dict[str, ScramCredential]]:
         try:
@@ -87,4 +88,4 @@ class CredentialStore:
                 os.fsync(dir_fd)
             finally:
                 os.close(dir_fd)
-        self._stamp = None
+        self._cache = (None, {})
