@@ -31,7 +31,8 @@ def add(
                                            help="the password (else asked for; or RAYGROUPS_USER_PASSWORD)"),
     mechanism: list[str] = typer.Option(["SCRAM-SHA-256", "SCRAM-SHA-512"], "--mechanism", envvar="RAYGROUPS_USER_MECHANISM",
                                         help="repeatable"),
-    iterations: int = typer.Option(4096, envvar="RAYGROUPS_USER_ITERATIONS", help="PBKDF2 iterations (at least 4096)"),
+    iterations: int = typer.Option(4096, envvar="RAYGROUPS_USER_ITERATIONS",
+                                   help="PBKDF2 iterations, 4096 to 16384 (Kafka's ScramMechanism bounds)"),
 ) -> None:
     """Add a user, or change its password (salted credentials for each mechanism)."""
     from cluster.gateway.auth.scram import make_credential

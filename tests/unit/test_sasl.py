@@ -227,3 +227,17 @@ def test_user_commands(tmp_path):
     assert CredentialStore(path_in(tmp_path)).lookup("carol", "SCRAM-SHA-256").verifies("pw")
     assert runner.invoke(app, ["user", "delete", "carol", "--data-dir", str(tmp_path)]).exit_code == 0
     assert runner.invoke(app, ["user", "delete", "carol", "--data-dir", str(tmp_path)]).exit_code == 2
+
+
+@pytest.mark.parametrize("iterations, message", [
+    ("200000", "The 'iterations' value must be <= 16384 for SCRAM-SHA-256"),
+    ("4095", "The 'iterations' value must be >= 4096 for SCRAM-SHA-256"),
+])
+def test_user_add_keeps_iterations_within_kafkas_scram_mechanism_bounds(tmp_path, iterations, message):
+    runner = CliRunner()
+    refused = runner.invoke(app, ["user", "add", "dave", "--data-dir", str(tmp_path), "--password", "pw",
+                                  "--iterations", iterations])
+    assert refused.exit_code == 2 and message in refused.output
+    assert CredentialStore(path_in(tmp_path)).users() == {}
+    edge = runner.invoke(app, ["user", "add", "dave", "--data-dir", str(tmp_path), "--password", "pw", "--iterations", "16384"])
+    assert edge.exit_code == 0, edge.output

@@ -15,11 +15,10 @@ from typing import Any, Iterable
 
 from kio.schema.errors import ErrorCode
 
-from cluster.gateway.auth.scram import MIN_ITERATIONS, ScramCredential, credential_from_salted
+from cluster.gateway.auth.scram import MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential, credential_from_salted
 
 MECHANISM_TYPES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}  # Kafka's ScramMechanism.type()
 TYPE_OF = {name: code for code, name in MECHANISM_TYPES.items()}
-MAX_ITERATIONS = 16384  # ScramControlManager.MAX_ITERATIONS
 
 Users = dict[str, dict[str, ScramCredential]]  # user -> mechanism -> credential
 

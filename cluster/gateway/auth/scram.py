@@ -14,7 +14,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
-MIN_ITERATIONS = 4096  # Kafka's ScramMechanism minimum
+# Kafka's ScramMechanism bounds (both mechanisms): AlterUserScramCredentials refuses iterations outside
+# them (credential_admin.py) and so does `raygroups user add`, as kafka-storage's ScramParser does.
+# Above them, each PLAIN check costs more PBKDF2 (200,000 iterations took 158 ms, issue 21).
+MIN_ITERATIONS = 4096
+MAX_ITERATIONS = 16384
 DEFAULT_ITERATIONS = 4096
 
 
@@ -50,8 +54,11 @@ def make_credential(mechanism: str, password: str, salt: bytes | None = None,
                     iterations: int = DEFAULT_ITERATIONS) -> ScramCredential:
     if mechanism not in HASHES:
         raise ValueError(f"unknown SCRAM mechanism {mechanism!r}")
+    # ScramParser's messages, without its add-scram flag.
     if iterations < MIN_ITERATIONS:
-        raise ValueError(f"iterations must be at least {MIN_ITERATIONS}")
+        raise ValueError(f"The 'iterations' value must be >= {MIN_ITERATIONS} for {mechanism}")
+    if iterations > MAX_ITERATIONS:
+        raise ValueError(f"The 'iterations' value must be <= {MAX_ITERATIONS} for {mechanism}")
     salt = salt if salt is not None else os.urandom(32)
     return credential_from_salted(mechanism, salted_password(mechanism, password.encode(), salt, iterations),
                                   salt, iterations)
