@@ -100,12 +100,16 @@ _ORDERED = (
     ("group.share.max.delivery.count.limit", "group.share.min.delivery.count.limit", False),
     ("group.share.max.session.timeout.ms", "group.share.min.session.timeout.ms", False),
     ("group.share.max.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms", False),
+    ("connections.max.idle.ms", "connection.failed.authentication.delay.ms", True),
 )
+_NEVER = {"connections.max.idle.ms": -1}  # a value that turns the bound off: no order to check
 
 
 def check_together(config: Config) -> None:
     for larger, smaller, strictly in _ORDERED:
         big, small = config[larger], config[smaller]
+        if _NEVER.get(larger) == big:
+            continue
         if big < small or (strictly and big == small):
             raise ConfigError(f"bad value for {larger}: must be {'more than' if strictly else 'at least'} "
                               f"{smaller} ({small}), got {big}")

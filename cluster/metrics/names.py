@@ -32,6 +32,14 @@ CATALOG: dict[str, MetricName] = {
                             "kafka.server:type=BrokerTopicMetrics,name=BytesOutPerSec (Fetch); all APIs here"),
     "connections": MetricName("gauge", "Client connections open on a gateway",
                               "kafka.server:type=socket-server-metrics,name=connection-count"),
+    "connections_closed": MetricName("counter", "Connections a gateway closed, by reason (a limit, a bad request, a failed authentication)",
+                                     "kafka.server:type=socket-server-metrics,name=connection-close-total (no reason)"),
+    "failed_authentications": MetricName("counter", "Failed SASL authentications",
+                                         "kafka.server:type=socket-server-metrics,name=failed-authentication-total"),
+    "successful_authentications": MetricName("counter", "Successful SASL authentications",
+                                             "kafka.server:type=socket-server-metrics,name=successful-authentication-total"),
+    "request_memory_waits": MetricName("counter", "Times a connection stopped reading because queued.max.request.bytes was reached",
+                                       "none (kafka.network:type=SocketServer,name=MemoryPoolAvgDepletedPercent is nearest)"),
     # -- groups, on the group coordinators -------------------------------------------------------
     "group_count": MetricName("gauge", "Groups by protocol (classic, share) and state",
                               "kafka.server:type=group-coordinator-metrics,name=group-count,protocol={protocol}"

@@ -263,3 +263,14 @@ def test_a_share_session_or_heartbeat_min_above_its_max_is_refused_at_start(name
     maximum = name.replace(".min.", ".max.")
     with pytest.raises(ConfigError, match=f"{maximum}: must be at least {name}"):
         check_together(Config({name: 100_000}))
+
+
+def test_a_failed_authentication_delay_not_below_the_idle_timeout_is_refused_at_start():
+    # Kafka's KafkaConfig: connection.failed.authentication.delay.ms must be lower than connections.max.idle.ms
+    # (a delayed close would otherwise race the idle close).
+    from cluster.config import ConfigError
+    from cluster.server_properties import check_together
+
+    with pytest.raises(ConfigError, match="connections.max.idle.ms: must be more than connection.failed.authentication.delay.ms"):
+        check_together(Config({"connections.max.idle.ms": 1000, "connection.failed.authentication.delay.ms": 1000}))
+    check_together(Config({"connections.max.idle.ms": -1}))  # never closed for idleness: nothing to order
