@@ -67,8 +67,10 @@ def run_remote(
     connections: int = 8,
     answer_timeout: float = 1.0,
     on_frame: Callable[[str], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> collections.Counter:
-    """Send every frame; count outcomes. A refused connection (the gateway is gone) raises."""
+    """Send every frame; count outcomes. A refused connection (the gateway is gone) raises; `stop()`
+    true (the health watch saw the cluster fail) ends the run early."""
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     source: Iterator[Frame] = iter(frames)
     lock = threading.Lock()
@@ -77,7 +79,7 @@ def run_remote(
 
     def worker() -> None:
         link = _Link((host, int(port)), answer_timeout)
-        while not errors:
+        while not errors and not (stop is not None and stop()):
             with lock:
                 frame = next(source, None)
             if frame is None:

@@ -16,6 +16,7 @@ from cluster.gateway.apis import SUPPORTED
 from tests.clients import create_topic
 from tests.cluster_process import ClusterProcess
 from tests.fuzz.frames import frames
+from tests.fuzz.health import HealthWatch
 from tests.fuzz.remote import BOMBS, NAMES, run_remote
 
 pytestmark = pytest.mark.slow
@@ -95,3 +96,18 @@ def test_fuzzed_frames_never_take_the_gateway_down_and_a_bystander_is_served(one
     assert max(b - a for a, b in zip(marks, marks[1:])) < 20, "the bystander waited over 20 s"
     assert _gateway_pids(bootstrap) == pids
     assert "died" not in one_gateway.events()
+
+
+def test_the_fuzz_soaks_health_probe_reads_its_own_record_back_and_sees_every_partition_led(one_gateway):
+    """The probe `python -m tests.fuzz --bootstrap` runs as it goes (tests/fuzz/health.py)."""
+    watch = HealthWatch(one_gateway.bootstrap, every_s=60, bound_s=30)
+    for _ in range(3):  # the first may find its topic still being created
+        watch.check_once()
+    assert not watch.log.failures, watch.log.failures
+    assert len(watch.log.latencies_ms) == 3
+
+
+def test_a_health_probe_against_no_gateway_fails():
+    watch = HealthWatch("127.0.0.1:1", every_s=60, bound_s=2)
+    watch.check_once()
+    assert watch.failed.is_set() and "ConnectionRefusedError" in watch.log.failures[0]
