@@ -2,22 +2,60 @@
 
 Actors (gateways, routers) await the async methods; the driver that started the cluster (launcher,
 `raygroups up`) uses the blocking ones, since it has no event loop of its own.
+
+The calls that serve a Kafka request (topics, group configs) fail as ControllerFailed, carrying the
+Kafka error the gateway answers and nothing else: what Ray hands back for a failed call is the
+controller's traceback, under its process title, pid, node address and actor id, and the text of
+the exception, which for a full disk names the data directory. That goes to the log, never to a
+client (Kafka's ApiError.fromThrowable sends no message for UNKNOWN_SERVER_ERROR "to ensure we
+don't leak sensitive information").
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 import ray
+from kio.schema.errors import ErrorCode
+from ray.exceptions import RayActorError, RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from cluster.actors.common import ACTOR_OPTIONS
 from cluster.config import Config
 from cluster.leadership import Leadership
 from cluster.metadata import ProducerIdBlock, TopicOutcome, TopicSpec
+from cluster.runtime import StorageError
+
+log = logging.getLogger(__name__)
 
 CONTROLLER_NAME = "controller"
+
+
+class ControllerFailed(Exception):
+    """A controller call that got no answer, as the Kafka error to answer for it, with no message."""
+
+    def __init__(self, error_code: ErrorCode) -> None:
+        super().__init__(error_code.name)
+        self.error_code = error_code
+
+
+def failure_code(exc: Exception) -> ErrorCode | None:
+    """The Kafka error for a controller call that raised `exc`; None for an error of the caller's."""
+    if isinstance(exc, StorageError):
+        # Its metadata write failed (a full disk): Kafka's controller answers a failure it did not
+        # expect with UNKNOWN_SERVER_ERROR (QuorumController's EventHandlerExceptionInfo), and its
+        # metadata is as before, so the client may retry. Checked first: Ray's RayTaskError for it
+        # is a StorageError too.
+        return ErrorCode.unknown_server_error
+    if isinstance(exc, RayActorError):
+        # The controller is dead or unreachable: what a broker answers when the controller does
+        # not answer a forwarded request (ForwardingManager's onTimeout), which clients retry.
+        return ErrorCode.request_timed_out
+    if isinstance(exc, RayError):
+        return ErrorCode.unknown_server_error  # raised in the controller: a bug
+    return None
 
 
 class ControllerClient:
@@ -64,13 +102,13 @@ class ControllerClient:
         return await self.handle.leadership.remote()
 
     async def create_topics(self, specs: list[TopicSpec], validate_only: bool = False) -> list[TopicOutcome]:
-        return await self.handle.create_topics.remote(specs, validate_only)
+        return await _answer("CreateTopics", self.handle.create_topics.remote(specs, validate_only))
 
     async def delete_topics(self, names: list[str]) -> list[TopicOutcome]:
-        return await self.handle.delete_topics.remote(names)
+        return await _answer("DeleteTopics", self.handle.delete_topics.remote(names))
 
     async def create_partitions(self, name: str, total: int, validate_only: bool = False) -> TopicOutcome:
-        return await self.handle.create_partitions.remote(name, total, validate_only)
+        return await _answer("CreatePartitions", self.handle.create_partitions.remote(name, total, validate_only))
 
     async def allocate_producer_ids(self, gateway: str) -> ProducerIdBlock:
         return await self.handle.allocate_producer_ids.remote(gateway)
@@ -106,4 +144,16 @@ class ControllerClient:
 
     async def alter_group_configs(self, changes: list[tuple[str, list[Any]]], validate_only: bool) -> list[tuple[int, str | None]]:
         """IncrementalAlterConfigs on GROUP resources: (error code, message) per group, in order."""
-        return await self.handle.alter_group_configs.remote(changes, validate_only)
+        return await _answer("IncrementalAlterConfigs", self.handle.alter_group_configs.remote(changes, validate_only))
+
+
+async def _answer(request: str, call: Any) -> Any:
+    """What the controller answered, or ControllerFailed; the reason goes to the log."""
+    try:
+        return await call
+    except Exception as exc:
+        code = failure_code(exc)
+        if code is None:
+            raise
+        log.warning("the controller could not serve a %s request (answered %s): %s", request, code.name, exc)
+        raise ControllerFailed(code) from exc

@@ -1,7 +1,8 @@
 """CreateTopics, CreatePartitions and DeleteTopics whose metadata write fails (disk full) are
 answered with Kafka's UNKNOWN_SERVER_ERROR per topic, which its controller gives for a failure it did
-not expect (EventHandlerExceptionInfo's catch-all), instead of a closed connection; the metadata is
-as before, and the same request succeeds once there is space again (issue 10)."""
+not expect (EventHandlerExceptionInfo's catch-all), instead of a closed connection, and with no
+message (issue 21); the metadata is as before, and the same request succeeds once there is space
+again (issue 10)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from kio.schema.errors import ErrorCode
 
+from cluster.clients.controller import ControllerClient
 from cluster.gateway.apis import ApiKey
 from cluster.gateway.handlers import meta, topics
 from cluster.leadership import Leadership
@@ -18,7 +20,7 @@ from cluster.metadata import CODEC, ClusterMetadata, TopicSpec
 from cluster.runtime import CoordinatorRuntime, ManualWakeups, RuntimeConfig
 from kernel.clock import ManualClock
 from tests.full_disk import FullDisk
-from tests.unit.gateway.fakes import gateway, request
+from tests.unit.gateway.fakes import OverRay, gateway, request
 
 TP = ("__cluster_metadata", 0)
 
@@ -54,7 +56,7 @@ class LoggedController:
 def _gw(controller: LoggedController):
     gw = gateway(**{"num.partitions": 1, "raygroups.max.partitions.per.topic": 100,
                     "raygroups.max.partitions": 1000, "auto.create.topics.enable": True})
-    gw.controller = controller
+    gw.controller = ControllerClient(OverRay(controller, "ControllerActor"))  # its failures come through Ray
 
     async def refresh():
         gw.leadership = Leadership(1, "c", [], dict(controller.meta().topics), {}, {})
@@ -86,6 +88,7 @@ def test_a_full_disk_answers_unknown_server_error_per_topic_and_a_retry_succeeds
         await controller.create_topics([TopicSpec("kept", 1)])
         await gw.router.refresh()
 
+        messages = lambda r: getattr(r, "topics", None) or getattr(r, "results", None) or r.responses  # noqa: E731
         calls = [
             (topics.create_topics, _create("new", 3), lambda r: [(t.name, t.error_code) for t in r.topics], "new"),
             (topics.create_partitions, _grow("kept", 4), lambda r: [(t.name, t.error_code) for t in r.results], "kept"),
@@ -96,6 +99,7 @@ def test_a_full_disk_answers_unknown_server_error_per_topic_and_a_retry_succeeds
             with disk.filled():
                 response = await handler(gw, req)
             assert codes(response) == [(name, ErrorCode.unknown_server_error)]
+            assert [t.error_message for t in messages(response)] == [None]
             assert controller.meta().topics == before
             assert codes(await handler(gw, req)) == [(name, ErrorCode.none)]
 

@@ -1,10 +1,50 @@
-"""Helpers the partition-routed handlers share."""
+"""Helpers the partition-routed handlers share, and the rule for the error messages clients get."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
+
+from cluster.gateway.log_limit import RateLimitedLog
+
+log = logging.getLogger(__name__)
+_untold_log = RateLimitedLog(log, per_second=3)
+
+# Errors whose text raygroups never sends, because Kafka sends none: UNKNOWN_SERVER_ERROR never
+# carries one ("to ensure we don't leak sensitive information", ApiError.fromThrowable); Kafka's
+# coordinator runtime throws NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS and
+# COORDINATOR_NOT_AVAILABLE with the error's default text, which fromThrowable drops, and
+# CoordinatorOperationExceptionHelper answers null for the errors it rewrites into them; a
+# forwarded request whose controller did not answer is REQUEST_TIMED_OUT without one. raygroups'
+# texts for these, and for KAFKA_STORAGE_ERROR and NOT_LEADER_OR_FOLLOWER, are an exception's:
+# partitions and epochs, a log's directory, an OS error.
+UNTOLD = frozenset({
+    ErrorCode.unknown_server_error,
+    ErrorCode.not_coordinator,
+    ErrorCode.coordinator_load_in_progress,
+    ErrorCode.coordinator_not_available,
+    ErrorCode.request_timed_out,
+    ErrorCode.kafka_storage_error,
+    ErrorCode.not_leader_or_follower,
+})
+# Of those, the ones a failover answers many times a second: not worth a warning.
+_ROUTINE = frozenset(
+    {ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress, ErrorCode.not_leader_or_follower}
+)
+
+
+def kafka_message(code: Any, text: str | None) -> str | None:
+    """The error message a client gets with `code`: `text` (Kafka's, or raygroups' own words for a
+    request it refuses), or none for the errors above, whose text goes to the log instead."""
+    if not text or code not in UNTOLD:
+        return text or None
+    if code in _ROUTINE:
+        log.debug("answered %s: %s", ErrorCode(code).name, text)
+    else:
+        _untold_log.warning("answered %s: %s", ErrorCode(code).name, text)
+    return None
 
 
 def resolve_topic(gw: Any, name: str | None, topic_id: Any = None) -> tuple[str | None, ErrorCode]:

@@ -17,10 +17,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from cluster.clients.controller import ControllerFailed
 from cluster.config import SETTINGS
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
-from cluster.gateway.handlers.common import refresh_if_unknown
+from cluster.gateway.handlers.common import kafka_message, refresh_if_unknown
 from cluster.group_configs import GROUP_SETTINGS, AlterOp, check_request, effective
 from cluster.metadata import validate_topic_name
 
@@ -227,7 +228,7 @@ async def incremental_alter_configs(gw: Any, request: Request) -> Any:
             answers[i] = (ErrorCode(code), message)
     responses = [
         {"resource_type": r.resource_type, "resource_name": r.resource_name,
-         "error_code": answer[0], "error_message": answer[1]}
+         "error_code": answer[0], "error_message": kafka_message(answer[0], answer[1])}
         for r, answer in zip(b.resources, answers)
     ]
     return build_response(ApiKey.INCREMENTAL_ALTER_CONFIGS, request.api_version, {"throttle_time": 0, "responses": responses})
@@ -258,6 +259,5 @@ async def _alter_groups(gw: Any, groups: list[tuple[int, str, list[AlterOp]]], v
     try:
         # The controller validates against the stored overrides, writes and publishes them.
         return await gw.controller.alter_group_configs(changes, validate_only)
-    except Exception as exc:  # the controller is being replaced: the client retries
-        message = f"the controller did not answer: {str(exc).splitlines()[-1] if str(exc) else type(exc).__name__}"
-        return [(ErrorCode.request_timed_out.value, message)] * len(groups)
+    except ControllerFailed as exc:  # its write failed, or it did not answer: no message
+        return [(exc.error_code.value, None)] * len(groups)

@@ -24,7 +24,7 @@ from cluster.calls import CoordinatorOp as Op
 from cluster.calls import Failed
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
-from cluster.gateway.handlers.common import partition_known, refresh_if_unknown
+from cluster.gateway.handlers.common import kafka_message, partition_known, refresh_if_unknown
 
 _UNKNOWN_MESSAGE = "This server does not host this topic-partition."
 
@@ -88,7 +88,7 @@ async def alter_share_group_offsets(gw: Any, request: Request) -> Any:
         )
         outcome = await gw.coordinators.alter_share_group_offsets(req)
         if isinstance(outcome, Failed):
-            return _alter_error(v, outcome.error_code, outcome.message or None)
+            return _alter_error(v, outcome.error_code, outcome.message)
         if outcome.error_code != ErrorCode.none:
             return _alter_error(v, outcome.error_code, outcome.error_message)
         altered = [(t.name, p.partition) for t in outcome.topics for p in t.partitions if p.error_code == ErrorCode.none]
@@ -98,7 +98,8 @@ async def alter_share_group_offsets(gw: Any, request: Request) -> Any:
                 "topic_name": t.name,
                 "topic_id": t.topic_id,
                 "partitions": [
-                    {"partition_index": p.partition, "error_code": p.error_code, "error_message": p.error_message}
+                    {"partition_index": p.partition, "error_code": p.error_code,
+                     "error_message": kafka_message(p.error_code, p.error_message)}
                     for p in t.partitions
                 ],
             }
@@ -109,7 +110,8 @@ async def alter_share_group_offsets(gw: Any, request: Request) -> Any:
 
 def _alter_error(v: int, error: ErrorCode, message: str | None) -> Any:
     return build_response(
-        ApiKey.ALTER_SHARE_GROUP_OFFSETS, v, {"error_code": error, "error_message": message, "responses": []}
+        ApiKey.ALTER_SHARE_GROUP_OFFSETS, v,
+        {"error_code": error, "error_message": kafka_message(error, message), "responses": []},
     )
 
 
@@ -124,13 +126,14 @@ async def delete_share_group_offsets(gw: Any, request: Request) -> Any:
     await refresh_if_unknown(gw, list(names))
     first, answered = await gw.coordinators.delete_share_group_offsets(DeleteShareOffsetsRequest(b.group_id, names))
     if isinstance(first, Failed):
-        return _delete_error(v, first.error_code, first.message or None)
+        return _delete_error(v, first.error_code, first.message)
     if first.error_code != ErrorCode.none:
         return _delete_error(v, first.error_code, first.error_message)
     gone = [t.name for t in answered if t.error_code == ErrorCode.none and t.name is not None]
     await _evict(gw, b.group_id, [(name, p) for name in gone for p in range(_partition_count(gw, name))])
     responses = [
-        {"topic_name": t.name, "topic_id": t.topic_id, "error_code": t.error_code, "error_message": t.error_message}
+        {"topic_name": t.name, "topic_id": t.topic_id, "error_code": t.error_code,
+         "error_message": kafka_message(t.error_code, t.error_message)}
         for t in answered
     ]
     return build_response(ApiKey.DELETE_SHARE_GROUP_OFFSETS, v, {"error_code": ErrorCode.none, "responses": responses})
@@ -138,7 +141,8 @@ async def delete_share_group_offsets(gw: Any, request: Request) -> Any:
 
 def _delete_error(v: int, error: ErrorCode, message: str | None) -> Any:
     return build_response(
-        ApiKey.DELETE_SHARE_GROUP_OFFSETS, v, {"error_code": error, "error_message": message, "responses": []}
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS, v,
+        {"error_code": error, "error_message": kafka_message(error, message), "responses": []},
     )
 
 

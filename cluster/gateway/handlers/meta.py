@@ -14,11 +14,11 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.hashing import group_partition, java_string_hash, kafka_abs
 
+from cluster.clients.controller import ControllerFailed
 from cluster.gateway.apis import SUPPORTED, ApiKey, build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.handlers.topics import over_partition_limits
 from cluster.metadata import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TopicSpec, validate_topic_name
-from cluster.runtime import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ async def metadata(gw: Any, request: Request) -> Any:
         if specs:
             try:
                 await gw.controller.create_topics(specs)
-            except StorageError as exc:
+            except ControllerFailed as exc:
                 # The topics stay unknown, which the client retries; the operator sees why.
                 log.warning("auto-creation of %d topics failed: %s", len(specs), exc)
             await gw.router.refresh()

@@ -20,7 +20,7 @@ from kio.schema.errors import ErrorCode
 
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
-from cluster.gateway.handlers.common import partition_known, refresh_if_unknown
+from cluster.gateway.handlers.common import kafka_message, partition_known, refresh_if_unknown
 from cluster.partition import ProduceOutcome
 
 
@@ -81,7 +81,7 @@ def _response(version: int, keys: list[tuple[str, int]], outcomes: list[ProduceO
         if "log_start_offset" in extra:
             fields["log_start_offset"] = o.log_start_offset
         if "error_message" in extra:
-            fields["error_message"] = o.message
+            fields["error_message"] = o.message if o.message is None else kafka_message(o.error_code, o.message)
         by_topic.setdefault(topic, []).append(partition_cls(**fields))
     responses = tuple(topic_cls(name=t, partition_responses=tuple(parts)) for t, parts in by_topic.items())
     return dataclasses.replace(response, responses=responses)

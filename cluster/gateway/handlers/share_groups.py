@@ -18,7 +18,7 @@ from cluster.calls import CoordinatorOp as Op
 from cluster.calls import Failed
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
-from cluster.gateway.handlers.common import partition_known, refresh_if_unknown
+from cluster.gateway.handlers.common import kafka_message, partition_known, refresh_if_unknown
 
 
 async def share_group_heartbeat(gw: Any, request: Request) -> Any:
@@ -35,7 +35,7 @@ async def share_group_heartbeat(gw: Any, request: Request) -> Any:
     outcome = await gw.coordinators.group(Op.SHARE_HEARTBEAT, b.group_id, req)
     response = (
         # Kafka's handleOperationException: a fresh response, so no member id and epoch 0.
-        ShareGroupHeartbeatResponse(outcome.error_code, outcome.message or None)
+        ShareGroupHeartbeatResponse(outcome.error_code)
         if isinstance(outcome, Failed)
         else outcome.response
     )
@@ -51,7 +51,7 @@ async def share_group_heartbeat(gw: Any, request: Request) -> Any:
         v,
         {
             "error_code": response.error_code,
-            "error_message": response.error_message,
+            "error_message": kafka_message(response.error_code, response.error_message),
             "member_id": response.member_id,
             "member_epoch": response.member_epoch,
             "heartbeat_interval": response.heartbeat_interval_ms,
@@ -68,13 +68,14 @@ async def share_group_describe(gw: Any, request: Request) -> Any:
         d = per_group[group_id]
         if isinstance(d, Failed):
             groups.append(
-                {"error_code": d.error_code, "error_message": d.message or None, "group_id": group_id, "members": []}
+                {"error_code": d.error_code, "error_message": kafka_message(d.error_code, d.message),
+                 "group_id": group_id, "members": []}
             )
             continue
         groups.append(
             {
                 "error_code": d.error_code,
-                "error_message": d.error_message,
+                "error_message": kafka_message(d.error_code, d.error_message),
                 "group_id": d.group_id,
                 "group_state": d.group_state,
                 "group_epoch": d.group_epoch,
@@ -119,7 +120,8 @@ async def _group_offsets(gw: Any, group: Any, listed: Any, v: int) -> dict[str, 
     if isinstance(listed, Failed) or listed.error_code != ErrorCode.none:
         code = listed.error_code
         message = listed.message if isinstance(listed, Failed) else listed.error_message
-        return {"group_id": group.group_id, "error_code": code, "error_message": message or None, "topics": []}
+        return {"group_id": group.group_id, "error_code": code, "error_message": kafka_message(code, message),
+                "topics": []}
     if group.topics is None:
         wanted = [(tid, name, list(parts)) for tid, name, parts in listed.topics]
     else:
@@ -146,7 +148,7 @@ async def _group_offsets(gw: Any, group: Any, listed: Any, v: int) -> dict[str, 
             "leader_epoch": summary.leader_epoch,
             "lag": lag,
             "error_code": summary.error_code,
-            "error_message": summary.error_message,
+            "error_message": kafka_message(summary.error_code, summary.error_message),
         }
 
     topics = []

@@ -2,7 +2,8 @@
 
 A metadata write that fails (a full disk) answers UNKNOWN_SERVER_ERROR per topic, as Kafka's
 controller answers a failure it did not expect; the controller's metadata is as before it, so the
-client may retry.
+client may retry. A controller that does not answer is REQUEST_TIMED_OUT per topic. Neither has a
+message (cluster/clients/controller.py says why).
 
 A partition count beyond raygroups.max.partitions.per.topic or raygroups.max.partitions is
 answered here, at once, against this gateway's view of the topics: such a request never reaches
@@ -15,10 +16,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from cluster.clients.controller import ControllerFailed
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
+from cluster.gateway.handlers.common import kafka_message
 from cluster.metadata import PartitionBudget, PartitionLimits, TopicOutcome, TopicSpec, validate_topic_name
-from cluster.runtime import StorageError
 
 
 async def create_topics(gw: Any, request: Request) -> Any:
@@ -37,8 +39,8 @@ async def create_topics(gw: Any, request: Request) -> Any:
     if forwarded:
         try:
             answered = await gw.controller.create_topics(forwarded, bool(getattr(body, "validate_only", False)))
-        except StorageError as exc:
-            answered = [_write_failed(spec.name, exc) for spec in forwarded]
+        except ControllerFailed as exc:
+            answered = [_failed(spec.name, exc) for spec in forwarded]
     answered = iter(answered)
     outcomes = [refused[i] if i in refused else next(answered) for i in range(len(specs))]
     await gw.router.refresh()
@@ -51,7 +53,7 @@ async def create_topics(gw: Any, request: Request) -> Any:
                     "name": o.name,
                     "topic_id": o.topic_id,
                     "error_code": o.error_code,
-                    "error_message": o.message,
+                    "error_message": kafka_message(o.error_code, o.message),
                     "num_partitions": o.partitions,
                     "replication_factor": 1 if o.error_code == ErrorCode.none else -1,
                     "configs": None,
@@ -81,8 +83,8 @@ async def delete_topics(gw: Any, request: Request) -> Any:
     if known:
         try:
             outcomes = {o.name: o for o in await gw.controller.delete_topics(known)}
-        except StorageError as exc:
-            outcomes = {n: _write_failed(n, exc) for n in known}
+        except ControllerFailed as exc:
+            outcomes = {n: _failed(n, exc) for n in known}
     await gw.router.refresh()
     responses = []
     for name, topic_id in zip(names, topic_ids):
@@ -93,7 +95,8 @@ async def delete_topics(gw: Any, request: Request) -> Any:
             continue
         o = outcomes[name]
         responses.append(
-            {"name": name, "topic_id": o.topic_id or topic_id, "error_code": o.error_code, "error_message": o.message}
+            {"name": name, "topic_id": o.topic_id or topic_id, "error_code": o.error_code,
+             "error_message": kafka_message(o.error_code, o.message)}
         )
     return build_response(ApiKey.DELETE_TOPICS, request.api_version, {"responses": responses})
 
@@ -112,9 +115,11 @@ async def create_partitions(gw: Any, request: Request) -> Any:
         else:
             try:
                 o = await gw.controller.create_partitions(t.name, t.count, bool(body.validate_only))
-            except StorageError as exc:
-                o = _write_failed(t.name, exc)
-        results.append({"name": t.name, "error_code": o.error_code, "error_message": o.message})
+            except ControllerFailed as exc:
+                o = _failed(t.name, exc)
+        results.append(
+            {"name": t.name, "error_code": o.error_code, "error_message": kafka_message(o.error_code, o.message)}
+        )
     await gw.router.refresh()
     return build_response(ApiKey.CREATE_PARTITIONS, request.api_version, {"results": results})
 
@@ -138,5 +143,5 @@ def over_partition_limits(gw: Any, specs: list[TopicSpec]) -> dict[int, TopicOut
     return refused
 
 
-def _write_failed(name: str, exc: Exception) -> TopicOutcome:
-    return TopicOutcome(name, ErrorCode.unknown_server_error, f"the controller could not write its metadata: {exc}")
+def _failed(name: str, exc: ControllerFailed) -> TopicOutcome:
+    return TopicOutcome(name, exc.error_code, None)

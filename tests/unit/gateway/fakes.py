@@ -72,3 +72,42 @@ def run(handler: Callable, gw: Any, req: Request) -> Any:
 
 
 LOADING = Failed(ErrorCode.coordinator_load_in_progress, "partition __consumer_offsets-3 is loading")
+
+
+# -- an actor behind Ray's transport -------------------------------------------------------------------
+
+CONTROLLER_ACTOR_ID = "a1b2c3d4e5f6a7b8c9d0e1f201000000"
+
+
+def ray_task_error(exc: Exception, method: str, class_name: str = "ControllerActor") -> Exception:
+    """`exc` raised in an actor's method as the caller receives it from Ray: a RayTaskError that is
+    also an instance of the cause's class, whose text is the actor's traceback under its process
+    title (in ANSI colour), pid, node address and actor id."""
+    import traceback
+
+    from ray.exceptions import RayTaskError
+
+    function = f"{class_name}.{method}"
+    text = "".join(traceback.format_exception(exc))
+    return RayTaskError(function, text, exc, proctitle=f"ray::{function}()", pid=4242, ip="10.1.2.3",
+                        actor_repr=class_name, actor_id=CONTROLLER_ACTOR_ID).as_instanceof_cause()
+
+
+class OverRay:
+    """An actor object's async methods as a Ray handle offers them: `handle.method.remote(*args)`
+    is awaited for the answer, and an exception raised in the method arrives as `ray_task_error`."""
+
+    def __init__(self, actor: Any, class_name: str) -> None:
+        self.actor = actor
+        self.class_name = class_name
+
+    def __getattr__(self, method: str) -> Any:
+        target = getattr(self.actor, method)
+
+        async def call(*args: Any) -> Any:
+            try:
+                return await target(*args)
+            except Exception as exc:
+                raise ray_task_error(exc, method, self.class_name) from None
+
+        return SimpleNamespace(remote=call)
