@@ -9,6 +9,12 @@ A super user may instead operate over a client listener from anywhere it is reac
 `Security` (Kafka's security.protocol, sasl.mechanism, sasl.username/password, ssl.ca.location),
 the connection is wrapped in TLS and authenticates with SASL (PLAIN, SCRAM-SHA-256/512, framed as
 Kafka clients do: SaslHandshake v1 then SaslAuthenticate) before the operator request.
+
+A listener that wants TLS or SASL closes a connection that comes without them, unanswered (as
+Kafka's brokers do). The client then asks the listener what it speaks, on a fresh connection: a
+TLS handshake (not verified: nothing secret is sent) and a SaslHandshake, which a SASL listener
+answers before authentication with its mechanisms. The error says which settings it needs and
+where the operator listener is, instead of only that the connection was closed.
 """
 
 from __future__ import annotations
@@ -100,8 +106,74 @@ def _ask(host: str, port: int, op: str, args: dict[str, Any], timeout: float,
             size = struct.unpack(">i", _read_exactly(sock, 4))[0]
             payload = _read_exactly(sock, size)
     except (OSError, ssl.SSLError) as exc:
-        raise AdminError(f"cannot reach a raygroups gateway at {host}:{port}: {exc.strerror or exc}") from None
+        # A listener wanting what the caller did not give closes unanswered (a TLS listener may
+        # also reset the plain connection): say what it wants rather than only that it closed.
+        closed = isinstance(exc, (Closed, ConnectionError, ssl.SSLError))
+        needs = _what_the_listener_needs(host, port, timeout, security) if closed else None
+        raise AdminError(needs or f"cannot reach a raygroups gateway at {host}:{port}: {exc.strerror or exc}") from None
     return msgpack.unpackb(payload[4:], strict_map_key=False)
+
+
+class Closed(OSError):
+    """The gateway closed the connection before it answered."""
+
+
+_OPERATOR_LISTENER = (
+    "or, on the gateway's machine, use its operator listener, which needs none: "
+    "raygroups.operator.host:raygroups.operator.port (127.0.0.1 and a free port by default; "
+    "`raygroups up` prints it as 'operator API at host:port')"
+)
+
+
+def _what_the_listener_needs(host: str, port: int, timeout: float, security: Security | None) -> str | None:
+    """Why a listener closed an operator request unanswered, as one line saying what to set; None
+    when it does not want TLS or SASL the caller left out (then it closed for another reason)."""
+    has_tls = security is not None and security.tls
+    tls = has_tls or _speaks_tls(host, port, timeout)
+    mechanisms = None if security is not None and security.sasl else _sasl_mechanisms(host, port, timeout, tls)
+    if mechanisms is not None:
+        protocol = "SASL_SSL" if tls else "SASL_PLAINTEXT"
+        ca = ", RAYGROUPS_SSL_CA_LOCATION (its CA)" if tls else ""
+        return (
+            f"{host}:{port} is a {protocol} listener (SASL {', '.join(mechanisms) or 'with no mechanism enabled'}): "
+            f"operator commands there need a super user's credentials: set RAYGROUPS_SECURITY_PROTOCOL={protocol}, "
+            f"RAYGROUPS_SASL_MECHANISM, RAYGROUPS_SASL_USERNAME and RAYGROUPS_SASL_PASSWORD{ca}; {_OPERATOR_LISTENER}"
+        )
+    if tls and not has_tls:
+        return (
+            f"{host}:{port} is an SSL listener: set RAYGROUPS_SECURITY_PROTOCOL=SSL and RAYGROUPS_SSL_CA_LOCATION "
+            f"(its CA); {_OPERATOR_LISTENER}"
+        )
+    return None
+
+
+def _speaks_tls(host: str, port: int, timeout: float) -> bool:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # only asks whether the listener speaks TLS; nothing is sent
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as plain, context.wrap_socket(plain):
+            return True
+    except (OSError, ssl.SSLError):
+        return False
+
+
+def _sasl_mechanisms(host: str, port: int, timeout: float, tls: bool) -> list[str] | None:
+    """The mechanisms a SASL listener offers, from its answer to a SaslHandshake (which it serves
+    before authentication); None if the listener does not do SASL or does not answer."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as plain:
+            sock = context.wrap_socket(plain) if tls else plain
+            answer = _kafka_request(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+    except (OSError, ssl.SSLError, ValueError):
+        return None
+    # A listener without SASL answers ILLEGAL_SASL_STATE: its connections are authenticated already.
+    if answer.error_code not in (ErrorCode.none, ErrorCode.unsupported_sasl_mechanism):
+        return None
+    return list(answer.mechanisms)
 
 
 def _secure(sock: socket.socket, host: str, security: Security | None) -> socket.socket:
@@ -217,6 +289,6 @@ def _read_exactly(sock: socket.socket, n: int) -> bytes:
     while len(data) < n:
         chunk = sock.recv(n - len(data))
         if not chunk:
-            raise OSError("connection closed by the gateway")
+            raise Closed("connection closed by the gateway")
         data += chunk
     return bytes(data)

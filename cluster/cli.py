@@ -144,6 +144,8 @@ def up(
         url = getattr(cluster, attribute, None)
         if url:
             err.print(f"{label} at {url}", highlight=False)
+    if cluster.operator_addresses:  # where the operator commands need no credentials
+        err.print(f"operator API at {','.join(cluster.operator_addresses)}", highlight=False)
     err.print(f"[dim]data in {data_dir.resolve()}; Ctrl-C stops the cluster cleanly[/]")
     seen = 0
     try:

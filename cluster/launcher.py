@@ -25,6 +25,7 @@ class RunningCluster:
     metrics_url: str | None = None  # http://HOST:PORT/metrics, with raygroups.metrics.port >= 0
     dashboard_url: str | None = None  # Ray's dashboard, with raygroups.dashboard
     metrics_endpoint: Any = field(default=None, repr=False)
+    operator_addresses: list[str] = field(default_factory=list)  # each gateway's operator listener
 
     @property
     def controller(self) -> Any:
@@ -232,7 +233,25 @@ def start_cluster(
     return RunningCluster(
         addresses, controller, namespace, owns_ray,
         metrics_url=endpoint.url if endpoint else None, dashboard_url=dashboard_url, metrics_endpoint=endpoint,
+        operator_addresses=operator_addresses(controller),
     )
+
+
+def operator_addresses(controller: Any, timeout: float = 10) -> list[str]:
+    """Each gateway's operator listener, in broker order: where `raygroups status/kill/...` are
+    served without credentials (its default port is a free one, so the operator learns it here)."""
+    try:
+        actors = controller.actors_info_blocking(timeout)
+    except Exception as exc:  # the cluster serves anyway; `raygroups actors` shows them later
+        logging.getLogger(__name__).warning("operator listeners unknown: %s", exc)
+        return []
+    gateways = sorted((a for a in actors if a.get("kind") == "gateway"), key=lambda a: _broker_id(a["name"]))
+    return [a["operator_address"] for a in gateways if a.get("operator_address")]
+
+
+def _broker_id(gateway_name: str) -> int:
+    suffix = gateway_name.rpartition("-")[2]  # gateway-<broker id>
+    return int(suffix) if suffix.isdigit() else -1
 
 
 def start_metrics(config: Config, controller: ControllerClient, host: str) -> Any:

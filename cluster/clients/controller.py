@@ -89,6 +89,9 @@ class ControllerClient:
     def events_since_blocking(self, index: int, timeout: float) -> tuple[int, list[dict[str, Any]]]:
         return ray.get(self.handle.events_since.remote(index), timeout=timeout)
 
+    def actors_info_blocking(self, timeout: float) -> list[dict[str, Any]]:
+        return ray.get(self.handle.actors_info.remote(), timeout=timeout)
+
     def metrics_blocking(self, timeout: float) -> list[dict[str, Any]]:
         """Every live actor's metrics snapshot; each actor gets `timeout`, the whole call a little more."""
         return ray.get(self.handle.metrics.remote(timeout), timeout=timeout + 2)

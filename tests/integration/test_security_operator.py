@@ -47,3 +47,9 @@ def test_the_cli_is_served_through_the_operator_listener(cluster):
     gateways = [a for a in admin_call(cluster.bootstrap, "actors") if a["kind"] == "gateway"]
     operator = gateways[0]["operator_address"]
     assert raw_admin(operator, "status")["ok"] is True
+
+
+def test_up_prints_where_each_gateways_operator_listener_is(cluster):
+    gateways = sorted((a for a in admin_call(cluster.bootstrap, "actors") if a["kind"] == "gateway"), key=lambda a: a["name"])
+    listeners = ",".join(a["operator_address"] for a in gateways)
+    assert f"operator API at {listeners}" in cluster.events()

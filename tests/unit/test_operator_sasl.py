@@ -96,8 +96,37 @@ def test_a_wrong_password_fails_authentication(listener, mechanism):
     assert listener.calls == []
 
 
-def test_without_credentials_the_request_is_closed_unanswered(listener):
-    security = None if listener.ca_file is None else Security("SSL", ca_file=listener.ca_file)
-    with pytest.raises(AdminError, match="cannot reach"):
+def without_credentials(listener, security: Security | None) -> str:
+    """What the CLI says when the gateway closes its operator request unanswered (issue 21)."""
+    with pytest.raises(AdminError) as refused:
         admin_call(listener.address, "kill", follow=False, security=security, name="x")
+    assert listener.calls == []
+    return str(refused.value)
+
+
+def test_without_credentials_the_cli_says_the_listener_needs_them_and_where_the_operator_listener_is(listener):
+    protocol = listener.listener.protocol.value  # SASL_PLAINTEXT or SASL_SSL
+    given = [None] if listener.ca_file is None else [None, Security("SSL", ca_file=listener.ca_file)]
+    for security in given:  # over TLS: whether or not the caller speaks TLS
+        message = without_credentials(listener, security)
+        assert "cannot reach" not in message
+        assert f"{listener.address} is a {protocol} listener (SASL PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)" in message
+        assert f"RAYGROUPS_SECURITY_PROTOCOL={protocol}" in message
+        assert "RAYGROUPS_SASL_USERNAME" in message and "RAYGROUPS_SASL_PASSWORD" in message
+        assert ("RAYGROUPS_SSL_CA_LOCATION" in message) == (listener.ca_file is not None)
+        assert "operator listener" in message and "raygroups.operator.port" in message
+        assert "operator API at" in message  # what `raygroups up` prints
+        assert "\n" not in message
+
+
+def test_a_cli_without_credentials_exits_2_with_that_line(listener, monkeypatch):
+    from typer.testing import CliRunner
+
+    from cluster.cli import app
+
+    for name in ("RAYGROUPS_SECURITY_PROTOCOL", "RAYGROUPS_SASL_USERNAME", "RAYGROUPS_SASL_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    result = CliRunner().invoke(app, ["kill", "x", "--bootstrap", listener.address])
+    assert result.exit_code == 2
+    assert "need a super user's credentials" in " ".join(result.output.split())
     assert listener.calls == []

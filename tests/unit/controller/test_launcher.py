@@ -33,3 +33,21 @@ def test_an_embedded_ray_returns_answers_up_to_a_share_fetch_inline_and_a_joined
     launcher.start_ray("ns", "10.0.0.5:6379")  # Ray refuses a _system_config when joining
     assert calls[0]["_system_config"]["max_direct_call_object_size"] >= 512 * 1024
     assert "_system_config" not in calls[1]
+
+
+def test_the_operator_listeners_are_each_gateways_in_broker_order_and_none_when_unknown():
+    from types import SimpleNamespace
+
+    actors = [
+        {"name": "gateway-10", "kind": "gateway", "operator_address": "127.0.0.1:4010"},
+        {"name": "partition-leader-0", "kind": "partition-leader"},
+        {"name": "gateway-2", "kind": "gateway", "operator_address": "127.0.0.1:4002"},
+        {"name": "gateway-3", "kind": "gateway", "alive": False},  # dead: no listener
+    ]
+    controller = SimpleNamespace(actors_info_blocking=lambda timeout: actors)
+    assert launcher.operator_addresses(controller) == ["127.0.0.1:4002", "127.0.0.1:4010"]
+
+    def gone(timeout):
+        raise TimeoutError("the controller did not answer")
+
+    assert launcher.operator_addresses(SimpleNamespace(actors_info_blocking=gone)) == []
