@@ -88,7 +88,7 @@ def up(
     advertised_host: Optional[str] = typer.Option(None, envvar="RAYGROUPS_ADVERTISED_HOST", help="address clients are told to connect to (Kafka's advertised.listeners host); default: --host, or the node's IP when --host is 0.0.0.0"),
     port: Optional[str] = typer.Option(None, envvar="RAYGROUPS_PORT", help="first gateway port, 0..65535 (gateway i listens on port+i; 0 picks free ports) [default: 9092]"),
     gateways: Optional[str] = typer.Option(None, envvar="RAYGROUPS_GATEWAYS", help="gateways (brokers as clients see them): a count, or per-node (one on each Ray node; the default on a multi-node cluster)"),
-    address: Optional[str] = typer.Option(None, envvar="RAYGROUPS_ADDRESS", help="join this Ray cluster (auto for the one `ray start` recorded, ray://host:port or host:port); without it an embedded Ray starts"),
+    address: Optional[str] = typer.Option(None, envvar="RAYGROUPS_ADDRESS", help="join this Ray cluster (auto: the one `ray start` recorded on this machine, or RAY_ADDRESS; never a Ray another program started inside itself), ray://host:port or host:port; without it an embedded Ray starts"),
     data_dir: Optional[Path] = typer.Option(None, envvar="RAYGROUPS_DATA_DIR", help="where partition logs live; reused on restart [default: the first of log.dirs, else raygroups-data]"),
     shared_data_dir: Optional[Path] = typer.Option(None, envvar="RAYGROUPS_SHARED_DATA_DIR", help="the data directory, on storage every Ray node mounts (NFS, a shared volume); required on more than one node"),
     coordinators: Optional[str] = typer.Option(None, envvar="RAYGROUPS_COORDINATORS", help="group coordinator actors (at least 1)"),
@@ -140,6 +140,8 @@ def up(
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     print(f"READY {cluster.bootstrap}", flush=True)
+    if cluster.joined:  # --address auto: which cluster it found, and how
+        err.print(cluster.joined, highlight=False)
     for label, attribute in (("metrics", "metrics_url"), ("Ray dashboard", "dashboard_url")):
         url = getattr(cluster, attribute, None)
         if url:

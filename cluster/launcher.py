@@ -26,6 +26,7 @@ class RunningCluster:
     dashboard_url: str | None = None  # Ray's dashboard, with raygroups.dashboard
     metrics_endpoint: Any = field(default=None, repr=False)
     operator_addresses: list[str] = field(default_factory=list)  # each gateway's operator listener
+    joined: str | None = None  # the Ray cluster joined and how it was found, for --address auto
 
     @property
     def controller(self) -> Any:
@@ -95,11 +96,13 @@ def start_ray(namespace: str, address: str | None, dashboard: bool = False) -> s
     dashboard's URL when `dashboard` asks for it and the cluster has one.
 
     Without an address, `ray.init()` joins whatever cluster a `ray start` on this machine last
-    recorded, and hangs when that cluster is gone; "local" always starts a fresh one. An address
-    is probed first, since `ray.init` waits a long while for a cluster that does not answer.
+    recorded, and hangs when that cluster is gone; "local" always starts a fresh one. "auto" is
+    the cluster `ray start` recorded (`join_address`). An address is probed first, since
+    `ray.init` waits a long while for a cluster that does not answer.
     """
     import ray
 
+    address, _ = join_address(address)
     if dashboard and not address:  # a cluster joined has its own dashboard, or none
         check_dashboard_installed()
     if address:
@@ -127,15 +130,39 @@ PROBE_SECONDS = 5.0
 RAY_CLIENT_PORT = 10001
 
 
+def join_address(address: str | None) -> tuple[str | None, str | None]:
+    """The Ray address to join for --address, and for "auto" where it came from.
+
+    "auto" is RAY_ADDRESS when set, else the cluster `ray start` recorded on this machine (Ray
+    writes its GCS address to ray_current_cluster in its temp directory, and `ray stop` removes
+    it), and never anything else. Ray's own "auto" falls back to any GCS process it finds running
+    here (services.get_ray_address_from_environment, "legacy"), which joined another program's
+    embedded Ray: a `ray.init()` inside a process starts a GCS but records nothing. So the
+    address is resolved here and Ray is given the address itself.
+    """
+    if address != "auto":
+        return address, None
+    from ray._common.utils import get_ray_address_file
+
+    if os.environ.get("RAY_ADDRESS"):
+        return os.environ["RAY_ADDRESS"], "RAY_ADDRESS"
+    record = get_ray_address_file(None)
+    try:
+        recorded = Path(record).read_text().strip()
+    except OSError:
+        recorded = ""
+    if not recorded:
+        raise RayJoinError(
+            f"--address auto: no Ray cluster started by `ray start` is recorded on this machine ({record}); "
+            "start one with `ray start --head`, or give its address (a Ray that another program started "
+            "inside itself is never joined)"
+        )
+    return recorded, f"the Ray cluster `ray start` recorded in {record}"
+
+
 def probe_target(address: str) -> tuple[str, int]:
     """The host and port that answer for `address` when a cluster runs there."""
-    if address == "auto":
-        from ray._private.services import canonicalize_bootstrap_address_or_die
-
-        try:
-            address = canonicalize_bootstrap_address_or_die("auto")
-        except (ConnectionError, ValueError) as exc:
-            raise RayJoinError(f"--address auto: no Ray cluster runs on this machine ({_last_line(exc)})") from None
+    address = join_address(address)[0] or ""
     default_port = None
     if address.startswith("ray://"):
         address, default_port = address[len("ray://"):], RAY_CLIENT_PORT
@@ -210,6 +237,7 @@ def start_cluster(
         config = config.with_overrides({"raygroups.scram.credentials.file": str(path_in(Path(data_dir).resolve()))})
     owns_ray = not ray.is_initialized()
     dashboard_url = None
+    address, found_in = join_address(address) if owns_ray else (address, None)
     if owns_ray:
         dashboard_url = start_ray(namespace, address, dashboard=bool(config["raygroups.dashboard"]))
     try:
@@ -234,6 +262,7 @@ def start_cluster(
         addresses, controller, namespace, owns_ray,
         metrics_url=endpoint.url if endpoint else None, dashboard_url=dashboard_url, metrics_endpoint=endpoint,
         operator_addresses=operator_addresses(controller),
+        joined=f"joined the Ray cluster at {address}, {found_in}" if found_in else None,
     )
 
 
