@@ -7,7 +7,9 @@ shared by every node: see docs/scale-out.md). Nodes are the failure domain: part
 balanced over the nodes that run an actor of that kind first, and over the actors on a node second,
 so that losing a node costs as few partitions as it can. When nodes join, `rebalance` moves a fair
 share to them, a bounded number a pass (each move is a load and a new epoch, during which clients
-of that partition get retriable errors), never a partition that moved a moment ago.
+of that partition get retriable errors), never a partition that moved a moment ago, except to a
+fresh actor: one that came up within the cooldown (a replacement, or a joining node's) takes its
+fair share at once, on its node too.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ class LiveActor:
     name: str
     kind: ActorKind
     node_id: str | None = None
+    # Came up within the rebalance cooldown: a replacement, or an actor a joining node started.
+    fresh: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,54 +88,99 @@ def rebalance(
     policy: RebalancePolicy = RebalancePolicy(),
 ) -> dict[TP, str]:
     """Moves that bring each kind's partitions within one of even over the nodes running an actor
-    of that kind: from the busiest node's busiest actor to the idlest node's idlest actor.
+    of that kind, from the busiest node's busiest actor to the idlest node's idlest actor; then,
+    on each node, moves that bring each fresh actor within one of the busiest actor of its kind
+    there.
 
-    Only nodes differ here: actors on one node share its fate, so an uneven spread inside a node is
-    left to `place` (and a cluster on one node never moves a partition for balance). At most
-    `policy.max_moves`; a partition that moved within `policy.cooldown` seconds stays.
+    Otherwise an uneven spread inside a node is left to `place`: actors on one node share its fate,
+    so for safety only nodes differ (a cluster on one node moves a partition only to a fresh actor).
+    At most `policy.max_moves`. A partition that moved within `policy.cooldown` seconds stays,
+    unless it goes to a fresh actor, which prefers partitions past their cooldown: a replacement
+    leads nothing, and the partitions of the actor it replaces have just failed over, so waiting
+    for their cooldown left it idle that long (and on one node for good).
     """
     moves: dict[TP, str] = {}
     for kind in sorted({a.kind for a in live}, key=lambda k: k.value):
         actors = {a.name: a for a in live if a.kind is kind}
-        nodes = sorted({a.node_id or "" for a in actors.values()})
-        if len(nodes) < 2:
-            continue
         led: dict[str, list[TP]] = {name: [] for name in actors}
         for tp, name in sorted(leaders.items()):
             if name in led and kind_for_topic(tp[0]) is kind:
                 led[name].append(tp)
-        node_load = Counter({n: 0 for n in nodes})
-        for name, tps in led.items():
-            node_load[actors[name].node_id or ""] += len(tps)
-        sources = set(nodes)  # nodes that may still give a partition away
-        while len(moves) < policy.max_moves and sources:
-            src = max(sources, key=lambda n: (node_load[n], n))
-            dst = min(nodes, key=lambda n: (node_load[n], n))
-            if node_load[src] - node_load[dst] <= 1:
-                break
-            tp = _movable(src, actors, led, moved_at, now, policy.cooldown)
-            if tp is None:
-                sources.discard(src)
-                continue
-            old = next(name for name, tps in led.items() if tp in tps)
-            new = min((a for a in actors.values() if (a.node_id or "") == dst), key=lambda a: (len(led[a.name]), a.name))
-            led[old].remove(tp)
-            led[new.name].append(tp)
-            node_load[src] -= 1
-            node_load[dst] += 1
-            moves[tp] = new.name
+        _even_nodes(actors, led, moved_at, now, policy, moves)
+        _fill_fresh(actors, led, moved_at, now, policy, moves)
     return moves
 
 
+def _even_nodes(
+    actors: Mapping[str, LiveActor], led: dict[str, list[TP]], moved_at: Mapping[TP, float], now: float,
+    policy: RebalancePolicy, moves: dict[TP, str],
+) -> None:
+    nodes = sorted({a.node_id or "" for a in actors.values()})
+    if len(nodes) < 2:
+        return
+    node_load = Counter({n: 0 for n in nodes})
+    for name, tps in led.items():
+        node_load[actors[name].node_id or ""] += len(tps)
+    sources = set(nodes)  # nodes that may still give a partition away
+    while len(moves) < policy.max_moves and sources:
+        src = max(sources, key=lambda n: (node_load[n], n))
+        dst = min(nodes, key=lambda n: (node_load[n], n))
+        if node_load[src] - node_load[dst] <= 1:
+            break
+        new = min(_on(actors, dst), key=lambda a: (len(led[a.name]), a.name))
+        on_src = sorted(_on(actors, src), key=lambda a: (-len(led[a.name]), a.name))
+        tp = _movable(on_src, led, moved_at, now, policy.cooldown, new.fresh)
+        if tp is None:
+            sources.discard(src)
+            continue
+        _move(tp, new.name, led, moves)
+        node_load[src] -= 1
+        node_load[dst] += 1
+
+
+def _fill_fresh(
+    actors: Mapping[str, LiveActor], led: dict[str, list[TP]], moved_at: Mapping[TP, float], now: float,
+    policy: RebalancePolicy, moves: dict[TP, str],
+) -> None:
+    for node in sorted({a.node_id or "" for a in actors.values() if a.fresh}):
+        on_node = _on(actors, node)
+        fresh = [a for a in on_node if a.fresh]
+        while len(moves) < policy.max_moves:
+            new = min(fresh, key=lambda a: (len(led[a.name]), a.name))
+            old = max(on_node, key=lambda a: (len(led[a.name]), a.name))
+            if len(led[old.name]) - len(led[new.name]) <= 1:
+                break
+            tp = _movable([old], led, moved_at, now, policy.cooldown, fresh=True)
+            assert tp is not None  # a fresh actor takes any partition
+            _move(tp, new.name, led, moves)
+
+
+def _on(actors: Mapping[str, LiveActor], node: str) -> list[LiveActor]:
+    return [a for a in actors.values() if (a.node_id or "") == node]
+
+
+def _move(tp: TP, new: str, led: dict[str, list[TP]], moves: dict[TP, str]) -> None:
+    old = next(name for name, tps in led.items() if tp in tps)
+    led[old].remove(tp)
+    led[new].append(tp)
+    moves[tp] = new
+
+
 def _movable(
-    node: str, actors: Mapping[str, LiveActor], led: Mapping[str, list[TP]], moved_at: Mapping[TP, float], now: float, cooldown: float
+    actors: Sequence[LiveActor], led: Mapping[str, list[TP]], moved_at: Mapping[TP, float], now: float,
+    cooldown: float, fresh: bool,
 ) -> TP | None:
-    """The last partition, past its cooldown, of the busiest actor on `node` that has one."""
-    on_node = sorted((a for a in actors.values() if (a.node_id or "") == node), key=lambda a: (-len(led[a.name]), a.name))
-    for actor in on_node:
+    """The last partition past its cooldown of the first of `actors` (busiest first) that has one;
+    for a `fresh` destination, else the one of the first that leads any that moved longest ago
+    (so that a partition moves twice in a row only when every other one has just moved too)."""
+    for actor in actors:
         for tp in reversed(led[actor.name]):
             if now - moved_at.get(tp, float("-inf")) >= cooldown:
                 return tp
+    if fresh:
+        for actor in actors:
+            if led[actor.name]:
+                return min(reversed(led[actor.name]), key=lambda tp: moved_at.get(tp, float("-inf")))
     return None
 
 

@@ -12,7 +12,8 @@ pass). Events only wake the loop early.
 With a pool that knows Ray's nodes (`NodeAwarePool`), the node set is one more thing that is: it is
 polled every `raygroups.node.poll.ms`; a node that joins gets an actor of each kind and then a fair share
 of partitions, a bounded number a pass (`placement.rebalance`); the actors of a node that left are
-taken as dead at once rather than when Ray notices each of them.
+taken as dead at once rather than when Ray notices each of them. An actor that came up within the
+balance cooldown (a replacement too) is fresh: it takes its fair share at once, on one node as well.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ class Reconciler:
             NodeMembership(pool, config["raygroups.node.poll.ms"] / 1000) if isinstance(pool, NodeAwarePool) else None
         )
         self.moved_at: dict[TP, float] = {}  # when each partition last changed leader (clock)
+        self._ready_at: dict[str, float] = {}  # when each actor came up (clock): fresh actors take a share at once
         self.rebalance_policy = RebalancePolicy(
             max_moves=config["raygroups.balance.max.moves"], cooldown=config["raygroups.balance.cooldown.ms"] / 1000
         )
@@ -189,7 +191,12 @@ class Reconciler:
                 self.died(entry, entry.handle)
 
     async def _place(self, reason: str) -> None:
-        live = [LiveActor(e.name, e.kind, e.node_id) for e in self.actors.values() if e.ready and e.kind is not ActorKind.GATEWAY]
+        now, cooldown = self.clock(), self.rebalance_policy.cooldown
+        live = [
+            LiveActor(e.name, e.kind, e.node_id, fresh=now - self._ready_at.get(e.name, float("-inf")) < cooldown)
+            for e in self.actors.values()
+            if e.ready and e.kind is not ActorKind.GATEWAY
+        ]
         desired = desired_leadership(list(self.meta().leader_epochs), self.leaders, live)
         starting = {e.kind for e in self.actors.values() if e.state is ActorState.STARTING}
         # Partitions whose leader is gone and no actor of their kind lives or is on its way.
@@ -356,6 +363,7 @@ class Reconciler:
         entry.node_id = info["node_id"]
         entry.pid = info.get("pid")
         entry.move_to(ActorState.READY)
+        self._ready_at[entry.name] = self.clock()
         handle = entry.handle
         self._watchers[entry.name] = asyncio.get_running_loop().create_task(self._watch(entry, handle))
 

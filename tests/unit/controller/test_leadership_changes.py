@@ -39,8 +39,13 @@ def test_a_failover_names_the_dead_leader_and_it_released_when_the_change_began(
         mark = controller.leadership_changes(0)["next"]
         pool.kill(pool.by_name(victim))
         await settle(controller)
-        failover = changes(controller, mark)
+        failover = [c for c in changes(controller, mark) if c["cause"] == "failover"]
         assert {(c["topic"], c["partition"]) for c in failover} == led
+        # Its replacement then takes its share back at once (issue 21): a balance move, not a failover.
+        taken_back = [c for c in changes(controller, mark) if c["cause"] != "failover"]
+        assert taken_back and {c["cause"] for c in taken_back} == {"balance"}
+        assert all(controller.actors[c["actor"]].kind is controller.actors[victim].kind and c["actor"] != victim
+                   for c in taken_back)
         for c in failover:
             tp = (c["topic"], c["partition"])
             assert c["cause"] == "failover" and c["previous"] == victim and c["actor"] == controller.leaders[tp]

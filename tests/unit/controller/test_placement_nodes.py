@@ -103,3 +103,57 @@ def test_every_node_runs_an_actor_of_each_kind_and_the_cluster_at_least_the_want
     assert actors_to_start(2, {"a": 1, "b": 1}, ["a", "b"]) == {}
     # a node's actors died with it: the survivors make up the count
     assert actors_to_start(4, {"a": 2, "b": 1}, ["a", "b"]) == {"b": 1}
+
+
+# -- a fresh actor (a replacement, or one a node just started) takes its share at once (issue 21) ------
+
+
+def apply(leaders, moves):
+    assert all(leaders[tp] != name for tp, name in moves.items())
+    return {**leaders, **moves}
+
+
+def test_a_fresh_actor_on_one_node_takes_a_fair_share_at_once_a_bounded_number_a_pass():
+    # pl-0 died; its partitions failed over to pl-1 a moment ago (all in their cooldown); pl-2 replaces it.
+    live = [LiveActor("pl-1", PL, "a"), LiveActor("pl-2", PL, "a", fresh=True)]
+    leaders = {tp: "pl-1" for tp in USER}
+    moved_at = {tp: 100.0 for tp in USER}
+    policy = RebalancePolicy(max_moves=4, cooldown=30)
+    passes = []
+    for _ in range(5):
+        moves = rebalance(leaders, live, moved_at, 101.0, policy)
+        if not moves:
+            break
+        assert set(moves.values()) == {"pl-2"}
+        passes.append(len(moves))
+        leaders = apply(leaders, moves)
+        moved_at.update({tp: 101.0 for tp in moves})
+    assert passes == [4, 2]
+    assert Counter(leaders.values()) == {"pl-1": 6, "pl-2": 6}
+    assert rebalance_due(leaders, live, moved_at, 101.0, policy) is None  # nothing waits for a cooldown
+
+
+def test_a_fresh_actor_takes_partitions_past_their_cooldown_first():
+    live = [LiveActor("pl-1", PL, "a"), LiveActor("pl-2", PL, "a", fresh=True)]
+    leaders = {tp: "pl-1" for tp in USER[:4]}
+    moved_at = {USER[2]: 100.0, USER[3]: 100.0}  # 0 and 1 have led here for long
+    # Two of the four go, to even them out: the two that have not just moved.
+    assert rebalance(leaders, live, moved_at, 101.0, RebalancePolicy(cooldown=30)) == {USER[1]: "pl-2", USER[0]: "pl-2"}
+
+
+def test_a_fresh_actor_on_a_node_that_lost_its_actor_takes_its_share_back_without_waiting():
+    # pl-b0 died right after the topic was created: everything moved within the cooldown.
+    live = [LiveActor("pl-a", PL, "a"), LiveActor("pl-b1", PL, "b", fresh=True)]
+    leaders = {tp: "pl-a" for tp in USER}
+    moved_at = {tp: 100.0 for tp in USER}
+    after, passes, _ = settle(leaders, live, RebalancePolicy(max_moves=8, cooldown=30), now=101.0, moved_at=moved_at)
+    assert passes == [6]
+    assert node_loads(after, live) == {"a": 6, "b": 6}
+    # Not fresh, it waits out the cooldown, as before.
+    stale = [live[0], LiveActor("pl-b1", PL, "b")]
+    assert rebalance(leaders, stale, moved_at, 101.0, RebalancePolicy(cooldown=30)) == {}
+
+
+def test_an_idle_actor_that_is_not_fresh_gets_nothing_on_its_node():
+    live = [LiveActor("pl-0", PL, "a"), LiveActor("pl-1", PL, "a")]
+    assert rebalance({tp: "pl-0" for tp in USER}, live, {}, 0.0) == {}

@@ -114,3 +114,40 @@ def test_a_node_that_leaves_moves_exactly_its_partitions(tmp_path):
         loaded_where_led(controller, pool)
 
     run(test, tmp_path, ["a", "b", "c"])
+
+
+def test_a_replacement_actor_takes_its_share_back_at_once_on_one_node(tmp_path):
+    """Issue 21: the actor replacing a dead one led nothing (on one node never, on several not until
+    the partitions that had failed over were past the balancer's cooldown)."""
+
+    async def test(controller, pool, clock):
+        await controller.create_topics([TopicSpec("t", 12)])
+        await settle(controller)
+        before = Counter(n for tp, n in controller.leaders.items() if tp[0] == "t")
+        assert sorted(before.values()) == [6, 6]
+        victim, survivor = sorted(before)
+        pool.kill(pool.by_name(victim))
+        await settle(controller)  # the clock stands still: nothing is past its cooldown
+        led = Counter(n for tp, n in controller.leaders.items() if tp[0] == "t")
+        assert led[survivor] == 6 and victim not in led
+        (replacement,) = set(led) - {survivor}
+        assert led[replacement] == 6 and replacement not in before
+        loaded_where_led(controller, pool)
+
+    run(test, tmp_path, ["a"], **{"raygroups.balance.max.moves": 4})
+
+
+def test_a_replacement_actor_on_a_node_takes_its_share_back_without_waiting_out_the_cooldown(tmp_path):
+    async def test(controller, pool, clock):
+        await controller.create_topics([TopicSpec("t", 12)])
+        await settle(controller)
+        victim = next(e.name for e in controller.actors.values()
+                      if e.kind is ActorKind.PARTITION_LEADER and e.node_id == "b")
+        pool.kill(pool.by_name(victim))
+        await settle(controller)
+        assert per_node(controller) == {"a": 6, "b": 6}
+        replacement = {n for tp, n in controller.leaders.items() if tp[0] == "t" and controller.actors[n].node_id == "b"}
+        assert replacement and victim not in replacement
+        loaded_where_led(controller, pool)
+
+    run(test, tmp_path, ["a", "b"])
