@@ -77,7 +77,7 @@ def admin_call(bootstrap: str, op: str, timeout: float = 60.0, follow: bool = Tr
     operator = answer.get("operator")
     if follow and answer.get("refused") and operator:
         op_host, op_port = parse_bootstrap(operator)
-        if _is_loopback(op_host) and not _is_this_machine(host):
+        if is_loopback(op_host) and not _is_this_machine(host):
             raise AdminError(
                 f"{answer.get('error')}, on the gateway's machine: run the command there, or set "
                 "raygroups.operator.host to an address this machine reaches"
@@ -257,7 +257,7 @@ class _ScramClient:
             raise AdminError("SASL authentication failed: the gateway's SCRAM signature is wrong")
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:
@@ -273,7 +273,7 @@ def _is_this_machine(host: str) -> bool:
     except OSError:
         return False
     for family, _type, _proto, _name, sockaddr in infos:
-        if _is_loopback(sockaddr[0]):
+        if is_loopback(sockaddr[0]):
             return True
         try:
             with socket.socket(family, socket.SOCK_STREAM) as probe:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,14 +93,15 @@ def check_dashboard_installed() -> None:
 RAY_SYSTEM_CONFIG = {"max_direct_call_object_size": 1024 * 1024}
 
 
-def start_ray(namespace: str, address: str | None, dashboard: bool = False) -> str | None:
+def start_ray(namespace: str, address: str | None, dashboard: bool = False, bind_host: str | None = None) -> str | None:
     """Join the Ray cluster at `address`, or start one inside this process; returns the Ray
     dashboard's URL when `dashboard` asks for it and the cluster has one.
 
     Without an address, `ray.init()` joins whatever cluster a `ray start` on this machine last
     recorded, and hangs when that cluster is gone; "local" always starts a fresh one. "auto" is
     the cluster `ray start` recorded (`join_address`). An address is probed first, since
-    `ray.init` waits a long while for a cluster that does not answer.
+    `ray.init` waits a long while for a cluster that does not answer. A Ray started here for
+    gateways bound to a loopback `bind_host` runs on loopback too (`_loopback_ray`).
     """
     import ray
 
@@ -111,19 +114,54 @@ def start_ray(namespace: str, address: str | None, dashboard: bool = False) -> s
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     # Only a Ray started here takes our system config; a cluster joined keeps its own.
     system_config = {} if address else {"_system_config": RAY_SYSTEM_CONFIG}
+    from cluster.admin_client import is_loopback
+
+    on_loopback = not address and bind_host is not None and is_loopback(bind_host)
     try:
-        context = ray.init(
-            address=address or "local",
-            namespace=namespace,
-            include_dashboard=dashboard,
-            log_to_driver=False,
-            logging_level=logging.WARNING,
-            **system_config,
-        )
+        with _loopback_ray() if on_loopback else contextlib.nullcontext():
+            context = ray.init(
+                address=address or "local",
+                namespace=namespace,
+                include_dashboard=dashboard,
+                dashboard_host="127.0.0.1",  # Ray's default, whatever --host is: the dashboard can run jobs
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+                **system_config,
+            )
     except (RuntimeError, ConnectionError) as exc:
         raise RayJoinError(version_mismatch(address, str(exc)) or f"could not join the Ray cluster at {address}: {_last_line(exc)}") from None
     url = getattr(context, "dashboard_url", None) if dashboard else None
     return (url if "://" in url else f"http://{url}") if url else None
+
+
+LOOPBACK_RAY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+@contextlib.contextmanager
+def _loopback_ray() -> Iterator[None]:
+    """While Ray starts: its node address is 127.0.0.1, so that its servers (GCS, raylet, every
+    worker's, the agents') listen on loopback only, as the gateways do.
+
+    Ray binds its servers to its node address when that is loopback, and to every interface
+    otherwise; on Linux the node address is the routable one, even for
+    ray.init(_node_ip_address="127.0.0.1") (services.resolve_ip_for_localhost), unless Ray's own
+    switch for a one-machine Ray, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, is off. Ray reads it when
+    imported: this process sees the flag it derived (ray_constants.ENABLE_RAY_CLUSTER), and the
+    processes Ray starts meanwhile see the variable. Both are put back once Ray runs, so that
+    nothing else in this process (a later Ray) is changed."""
+    import ray._private.ray_constants as ray_constants
+
+    previous = (os.environ.get(LOOPBACK_RAY_ENV), ray_constants.ENABLE_RAY_CLUSTER)
+    os.environ[LOOPBACK_RAY_ENV] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        if previous[0] is None:
+            os.environ.pop(LOOPBACK_RAY_ENV, None)
+        else:
+            os.environ[LOOPBACK_RAY_ENV] = previous[0]
+        ray_constants.ENABLE_RAY_CLUSTER = previous[1]
 
 
 PROBE_SECONDS = 5.0
@@ -239,7 +277,7 @@ def start_cluster(
     dashboard_url = None
     address, found_in = join_address(address) if owns_ray else (address, None)
     if owns_ray:
-        dashboard_url = start_ray(namespace, address, dashboard=bool(config["raygroups.dashboard"]))
+        dashboard_url = start_ray(namespace, address, dashboard=bool(config["raygroups.dashboard"]), bind_host=host)
     try:
         check_shared_storage(alive_nodes(), shared_data_dir)
     except BaseException:

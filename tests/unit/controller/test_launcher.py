@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import ray
 
 from cluster import launcher
@@ -51,3 +53,33 @@ def test_the_operator_listeners_are_each_gateways_in_broker_order_and_none_when_
         raise TimeoutError("the controller did not answer")
 
     assert launcher.operator_addresses(SimpleNamespace(actors_info_blocking=gone)) == []
+
+
+def test_an_embedded_ray_for_a_loopback_bind_runs_on_loopback_and_only_while_it_starts(monkeypatch):
+    """Issue 21: Ray's servers listened on every interface while raygroups bound 127.0.0.1. Ray binds
+    them to its node address when that is loopback, which on Linux it is only with Ray's
+    RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 (else it takes the routable address, even for
+    _node_ip_address="127.0.0.1")."""
+    import ray._private.ray_constants as ray_constants
+    import ray._private.services as services
+
+    seen: list[tuple] = []
+
+    def init(**kwargs):
+        seen.append((services.get_node_ip_address(), os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"),
+                     kwargs.get("dashboard_host")))
+
+    monkeypatch.setattr(ray, "init", init)
+    monkeypatch.delenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", raising=False)
+    routable = services.get_node_ip_address()
+    for host in ("127.0.0.1", "localhost", "::1"):
+        launcher.start_ray("ns", None, bind_host=host)
+    assert seen == [("127.0.0.1", "0", "127.0.0.1")] * 3
+    # Afterwards this process and the next Ray it starts are as before.
+    assert ray_constants.ENABLE_RAY_CLUSTER and "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in os.environ
+    seen.clear()
+    launcher.start_ray("ns", None, bind_host="0.0.0.0")
+    launcher.start_ray("ns", None)
+    monkeypatch.setattr(launcher, "check_reachable", lambda address: None)
+    launcher.start_ray("ns", "10.0.0.5:6379", bind_host="127.0.0.1")  # a cluster joined binds where it was started
+    assert [s[:2] for s in seen] == [(routable, None)] * 3
