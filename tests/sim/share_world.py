@@ -49,8 +49,8 @@ DELIVERY_LIMIT = 3
 class ShareWorld:
     def __init__(self, seed: int, members: int = 3, retention: bool = False) -> None:
         self.seed = seed
-        # Retention moving the log start past the share partition is off by default: it finds a
-        # bug not fixed yet (test_share_sim.py, the xfail seed).
+        # Retention moving the log start past the share partition is off by default; half of the
+        # seeds of test_share_sim.py turn it on.
         self.retention = retention
         self.rng = random.Random(seed)
         self.loop = asyncio.new_event_loop()

@@ -9,12 +9,15 @@ file every gateway reads (auth/credentials.py); writing it blocks, so it runs of
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.auth.credential_admin import describe, plan_alteration
+
+log = logging.getLogger(__name__)
 
 _REFUSED = "Cluster authorization failed."
 
@@ -35,9 +38,19 @@ async def alter_user_scram_credentials(gw: Any, request: Any) -> Any:
         return answer([{"user": u, "error_code": ErrorCode.cluster_authorization_failed, "error_message": _REFUSED}
                        for u in users])
     plan = plan_alteration(body.deletions, body.upsertions, gw.credentials.users())
+    results = [{"user": r.user, "error_code": r.error_code, "error_message": r.error_message} for r in plan.results]
     if plan.upserts or plan.deletions:
-        await asyncio.to_thread(gw.credentials.change, plan.upserts, plan.deletions)
-    return answer([{"user": r.user, "error_code": r.error_code, "error_message": r.error_message} for r in plan.results])
+        try:
+            await asyncio.to_thread(gw.credentials.change, plan.upserts, plan.deletions)
+        except OSError as exc:
+            # The store could not be written (a full disk): the alterations that were to be made
+            # failed, answered as Kafka's getErrorResponse answers them, UNKNOWN_SERVER_ERROR with
+            # no message; the detail (a path, an errno) stays in the server's log.
+            log.error("AlterUserScramCredentials: the credential store could not be written: %s", exc)
+            for r in results:
+                if r["error_code"] == ErrorCode.none:
+                    r["error_code"], r["error_message"] = ErrorCode.unknown_server_error, None
+    return answer(results)
 
 
 def describe_user_scram_credentials(gw: Any, request: Any) -> Any:

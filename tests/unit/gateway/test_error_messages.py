@@ -395,9 +395,6 @@ def test_a_produce_on_a_full_disk_answers_kafka_storage_error_without_a_message(
 # -- AlterUserScramCredentials on a full disk ----------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cluster/gateway/handlers/scram_credentials.py (not this change's file) lets the store's OSError out: "
-    "the connection closes, where Kafka answers UNKNOWN_SERVER_ERROR per user with no message"))
 def test_alter_user_scram_credentials_on_a_full_disk_answers_unknown_server_error_without_a_message(tmp_path):
     store = CredentialStore(path_in(tmp_path))
     store.change(upserts=[("admin", make_credential("SCRAM-SHA-256", "admin-pw"))])
