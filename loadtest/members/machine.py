@@ -133,8 +133,12 @@ class Machine:
         pending = self._inflight.pop(request_id, None)
         if pending is None or self.stopped:
             return
-        if pending.send.to in self.bootstrap:
-            self._boot_index += 1  # try the next bootstrap broker next time
+        if pending.send.to == self.any_broker():
+            # Try the next bootstrap broker next time: once per broker that failed, not once per
+            # failed request (two requests failing together on a dead broker moved the index by
+            # two, back onto the dead one, round after round), and not when the failed one was
+            # already left behind.
+            self._boot_index += 1
         self._observe_response(pending, error, now)
         pending.on_reply(None, error, now, pending)
 

@@ -268,3 +268,22 @@ def test_interval_commits_wait_for_the_interval_after_an_answer():
     assert not h.pending(ApiKey.OFFSET_COMMIT)
     h.advance(1_000)
     assert len(h.pending(ApiKey.OFFSET_COMMIT)) == 1
+
+
+def test_a_dead_bootstrap_broker_is_left_when_several_requests_to_it_fail_at_once():
+    """Seen in the fault-kinds scenario (node loss): a member's FindCoordinator and Metadata to the
+    same dead gateway failed together; each failure moved the bootstrap index one on, so with two
+    brokers it came back to the dead one every round, 12 s of NETWORK_EXCEPTION until the member's
+    session expired. A failure moves past the broker that failed, once."""
+    from loadtest.members.machine import Broker, Machine
+
+    brokers = [Broker("a", 1), Broker("b", 2)]
+    machine = Machine("m", None, brokers)
+    first = machine.send(0, ApiKey.FIND_COORDINATOR, 4, {}, machine.any_broker(), "bootstrap", lambda *a: None)
+    second = machine.send(0, ApiKey.METADATA, 12, {}, machine.any_broker(), "bootstrap", lambda *a: None)
+    machine.fail(first, ErrorCode.network_exception, 1)
+    machine.fail(second, ErrorCode.network_exception, 1)
+    assert machine.any_broker() == brokers[1]
+    late = machine.send(2, ApiKey.METADATA, 12, {}, brokers[0], "bootstrap", lambda *a: None)
+    machine.fail(late, ErrorCode.network_exception, 3)  # a late failure of the one already left
+    assert machine.any_broker() == brokers[1]
