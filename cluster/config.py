@@ -112,7 +112,7 @@ SETTINGS: dict[str, Setting] = {
         Setting("raygroups.gateways", "auto", GatewayCount(),
                 "gateways (Kafka brokers as clients see them): a count, per-node (one on each Ray node), or "
                 "auto (per-node when the Ray cluster has more than one node, else 1)"),
-        # How the controller spreads partitions over Ray nodes (cluster/placement.py, docs/scale-out.md).
+        # How the controller spreads partitions over Ray nodes (cluster/control/placement.py, docs/scale-out.md).
         Setting("raygroups.balance.max.moves", 8, Int(1),
                 "partitions the controller moves at once to balance a node that joined; the rest wait for the next pass"),
         Setting("raygroups.balance.cooldown.ms", 30_000, Int(0),

@@ -284,7 +284,7 @@ def start_cluster(
         if owns_ray:
             ray.shutdown()
         raise
-    from cluster.actors.controller import ControllerActor
+    from cluster.control.controller import ControllerActor
 
     controller = ControllerClient.spawn(ControllerActor, config, Path(data_dir).resolve(), host, port, namespace)
     endpoint = None

@@ -55,6 +55,14 @@ def _fetch_outcome(code: int, high_watermark: int, log_start_offset: int, record
     return FetchOutcome(ErrorCode(code), high_watermark, log_start_offset, records)
 
 
+def check_client_epoch(client_epoch: int, leader_epoch: int) -> ErrorCode | None:
+    """KIP-320, for user and internal partitions alike: a client behind the leader's epoch is
+    fenced (FENCED_LEADER_EPOCH); one ahead of it must wait (UNKNOWN_LEADER_EPOCH); -1 sent none."""
+    if client_epoch < 0 or client_epoch == leader_epoch:
+        return None
+    return ErrorCode.fenced_leader_epoch if client_epoch < leader_epoch else ErrorCode.unknown_leader_epoch
+
+
 @dataclass(slots=True)
 class _Append:
     batches: list[bytearray]

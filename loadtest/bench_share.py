@@ -141,11 +141,11 @@ async def coordinator_write_rates(controller: Any, seconds: float, writers: int)
     from sharestate import messages as m
     from sharestate.records import StateBatch
 
-    from cluster.actors.coordinator_host import CoordinatorError
+    from cluster.calls import Failed
     from cluster.metadata import CONSUMER_OFFSETS
     from cluster.clients.controller import ControllerClient
-    from cluster.persister import Persister
-    from cluster.routing import Router
+    from cluster.clients.persister import Persister
+    from cluster.clients.routing import Router
 
     router = Router(controller, await ControllerClient(controller).leadership())
     persister = Persister(router, 50)
@@ -189,9 +189,9 @@ async def coordinator_write_rates(controller: Any, seconds: float, writers: int)
         )
         outcome = await router.call_leader(
             CONSUMER_OFFSETS, p, "execute", lambda epoch: ("commit", p, epoch, request),
-            lambda r: isinstance(r, CoordinatorError),
+            lambda r: isinstance(r, Failed),
         )
-        assert not isinstance(outcome, CoordinatorError), outcome
+        assert not isinstance(outcome, Failed), outcome
 
     return {"commit_wps": await closed_loop(offset_commit), "share_wps": await closed_loop(share_write)}
 

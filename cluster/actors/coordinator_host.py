@@ -6,7 +6,6 @@ import asyncio
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +13,14 @@ from kio.schema.errors import ErrorCode
 
 from kernel.codec import RecordCodec
 
-from cluster.actors.common import ActorKind, identity, wait_forever
+from cluster.actors.common import identity, wait_forever
+from cluster.calls import Failed, Item
+from cluster.calls.kinds import ActorKind
 from cluster.config import Config
 from cluster.delayed_fetch import delayed_fetch
-from cluster.log import FlushPolicy, LogConfig, LogError
+from cluster.log import LogError, coordinator_log_config
 from cluster.metrics.registry import REGISTRY
-from cluster.partition import FetchOutcome, UserPartition
+from cluster.partition import FetchOutcome, UserPartition, check_client_epoch
 from cluster.runtime import (
     CoordinatorRuntime,
     LoadInProgress,
@@ -32,28 +33,6 @@ from cluster.runtime import (
 
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class CoordinatorError:
-    """An operation the coordinator could not run; the gateway answers the API's error response."""
-
-    error_code: ErrorCode
-    message: str = ""
-
-
-# An item of a batched call: (operation name, partition, leader epoch the gateway routed with, request).
-Item = tuple[str, int, int, Any]
-
-
-def coordinator_log_config(config: Config) -> LogConfig:
-    return LogConfig(
-        segment_bytes=config["raygroups.coordinator.log.segment.bytes"],
-        flush=FlushPolicy(config["raygroups.log.flush"]),
-        compacted=True,
-        tombstone_retention_ms=config["raygroups.log.tombstone.retention.ms"],
-        sync_filesystem=config["raygroups.log.sync"] == "filesystem",
-    )
 
 
 class _LogReads:
@@ -70,20 +49,12 @@ class _LogReads:
 _RUNTIME_ERRORS = (NotCoordinator, LoadInProgress, StorageError)
 
 
-def _as_error(exc: Exception) -> CoordinatorError:
+def _as_error(exc: Exception) -> Failed:
     if isinstance(exc, NotCoordinator):
-        return CoordinatorError(ErrorCode.not_coordinator, str(exc))
+        return Failed(ErrorCode.not_coordinator, str(exc))
     if isinstance(exc, LoadInProgress):
-        return CoordinatorError(ErrorCode.coordinator_load_in_progress, str(exc))
-    return CoordinatorError(ErrorCode.coordinator_not_available, str(exc))
-
-
-def _check_client_epoch(client_epoch: int, leader_epoch: int) -> ErrorCode | None:
-    """KIP-320 as the partition leader checks it (cluster/actors/partition_leader.py, which this
-    module cannot import: it imports the persister, which imports this): behind is fenced, ahead waits."""
-    if client_epoch < 0 or client_epoch == leader_epoch:
-        return None
-    return ErrorCode.fenced_leader_epoch if client_epoch < leader_epoch else ErrorCode.unknown_leader_epoch
+        return Failed(ErrorCode.coordinator_load_in_progress, str(exc))
+    return Failed(ErrorCode.coordinator_not_available, str(exc))
 
 
 class CoordinatorHost:
@@ -139,13 +110,13 @@ class CoordinatorHost:
 
     def _submit(self, topic: str, operations: dict[str, str], item: Item) -> asyncio.Future:
         started = self.start(topic, operations, item)
-        if isinstance(started, CoordinatorError):
+        if isinstance(started, Failed):
             future = asyncio.get_running_loop().create_future()
             future.set_result(started)
             return future
         return started
 
-    def start(self, topic: str, operations: dict[str, str], item: Item) -> asyncio.Future | CoordinatorError:
+    def start(self, topic: str, operations: dict[str, str], item: Item) -> asyncio.Future | Failed:
         """Queue one operation: its future (read it with `outcome`), or why it could not start."""
         op, partition, epoch, request = item
         tp = (topic, partition)
@@ -160,7 +131,7 @@ class CoordinatorHost:
         """A finished operation's answer as `execute` gives it; an operation's own failure is the
         exception itself, for the caller to raise."""
         if future.cancelled():
-            return CoordinatorError(ErrorCode.coordinator_not_available, "cancelled")
+            return Failed(ErrorCode.coordinator_not_available, "cancelled")
         exc = future.exception()
         if exc is None:
             return future.result()
@@ -188,7 +159,7 @@ class CoordinatorHost:
             return None, ErrorCode.not_leader_or_follower
         if partition.log is None:
             return None, ErrorCode.not_leader_or_follower
-        fenced = _check_client_epoch(client_epoch, partition.epoch)
+        fenced = check_client_epoch(client_epoch, partition.epoch)
         if fenced is not None:
             return None, fenced
         return _LogReads(partition.log), ErrorCode.none

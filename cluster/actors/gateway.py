@@ -6,7 +6,9 @@ from typing import Any
 
 import ray
 
-from cluster.actors.common import ActorKind, identity, setup_logging, wait_forever
+from cluster.calls.kinds import ActorKind
+
+from cluster.actors.common import identity, setup_logging, wait_forever
 from cluster.advertised import advertised_address
 from cluster.config import Config
 from cluster.gateway.auth.client_listener import client_listener

@@ -25,17 +25,18 @@ from coordinator.records import CODEC
 from coordinator.shard import GroupCoordinatorShard
 
 from cluster.actors.answer_channels import AnswerChannels
-from cluster.actors.common import ActorKind, setup_logging
-from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorError, CoordinatorHost, Item
-from cluster.calls import pack, unpack
+from cluster.calls.kinds import ActorKind
+from cluster.actors.common import setup_logging
+from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorHost
+from cluster.calls import Failed, Item, pack, unpack
 from cluster.config import Config
 from cluster.group_configs import coordinator_group_configs
 from cluster.leadership import Leadership, empty_leadership
 from cluster.metadata import CONSUMER_OFFSETS
 from cluster.metrics.rebalances import RebalanceWatch
 from cluster.metrics import registry as metrics_registry
-from cluster.persister import Persister
-from cluster.routing import Router
+from cluster.clients.persister import Persister
+from cluster.clients.routing import Router
 from cluster.runtime import LoadInProgress, NotCoordinator
 from cluster.share_group_state import ShareGroupState
 
@@ -134,7 +135,7 @@ class GroupCoordinatorActor(CoordinatorActorBody):
         return outcomes
 
     async def execute_packed(self, items: bytes | list[Item]) -> bytes | list[Any]:
-        """`execute` with the batch and its answers packed (cluster/calls.py: PACKED_METHODS)."""
+        """`execute` with the batch and its answers packed (cluster/calls/: PACKED_METHODS)."""
         return pack(await self.execute(unpack(items)))
 
     async def execute_parked(self, items: list[tuple[str, int, Item]]) -> list[Any]:
@@ -146,7 +147,7 @@ class GroupCoordinatorActor(CoordinatorActorBody):
             if item[0] == "join":
                 self.rebalances.before_join(item[3].group_id, self._group(item))
             future = self.host.start(CONSUMER_OFFSETS, OPERATIONS, item)
-            if isinstance(future, CoordinatorError):
+            if isinstance(future, Failed):
                 started.append(future)
                 continue
             future.add_done_callback(functools.partial(self._answered, channel, ticket, item))
@@ -193,7 +194,7 @@ class GroupCoordinatorActor(CoordinatorActorBody):
             try:
                 listed.extend(await runtime.write(tp, None, lambda token: runtime.shard(tp).list_groups(states, types, token)))
             except LoadInProgress:
-                error = CoordinatorError(ErrorCode.coordinator_load_in_progress)
+                error = Failed(ErrorCode.coordinator_load_in_progress)
             except NotCoordinator:
                 pass  # moved away meanwhile: its new leader lists it
 

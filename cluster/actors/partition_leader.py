@@ -22,15 +22,17 @@ from typing import Any
 import ray
 from kio.schema.errors import ErrorCode
 
-from cluster.actors.common import ActorKind, identity, setup_logging, wait_forever
+from cluster.calls.kinds import ActorKind
+
+from cluster.actors.common import identity, setup_logging, wait_forever
 from cluster.config import Config
 from cluster.leadership import Leadership, empty_leadership
 from cluster.log import FlushPolicy, LogConfig, PartitionLog
 from cluster.metrics import registry as metrics_registry
-from cluster.partition import FetchOutcome, ProduceOutcome, UserPartition
-from cluster.persister import Persister
+from cluster.partition import FetchOutcome, ProduceOutcome, UserPartition, check_client_epoch
+from cluster.clients.persister import Persister
 from cluster.producer_state import ProducerStateManager
-from cluster.routing import Router
+from cluster.clients.routing import Router
 from cluster.runtime import LoopWakeups, SystemClock
 from cluster.delayed_fetch import delayed_fetch
 from cluster.share.manager import SharePartitionManager
@@ -184,7 +186,7 @@ class PartitionLeader:
             if partition is None:
                 outcomes.append(FetchOutcome(ErrorCode.not_leader_or_follower))
                 continue
-            fenced = _check_client_epoch(client_epoch, partition.epoch)
+            fenced = check_client_epoch(client_epoch, partition.epoch)
             if fenced is not None:
                 outcomes.append(FetchOutcome(fenced))
                 continue
@@ -208,7 +210,7 @@ class PartitionLeader:
             if partition is None:
                 out.append((ErrorCode.not_leader_or_follower.value, -1, -1, -1))
                 continue
-            fenced = _check_client_epoch(client_epoch, partition.epoch)
+            fenced = check_client_epoch(client_epoch, partition.epoch)
             if fenced is not None:
                 out.append((fenced.value, -1, -1, -1))
                 continue
@@ -240,13 +242,6 @@ class PartitionLeader:
 
 def _rebuild_producer_state(log: PartitionLog) -> ProducerStateManager:
     return ProducerStateManager.rebuild(log.batch_headers())
-
-
-def _check_client_epoch(client_epoch: int, leader_epoch: int) -> ErrorCode | None:
-    """KIP-320: a client behind the leader's epoch is fenced; one ahead of it must wait."""
-    if client_epoch < 0 or client_epoch == leader_epoch:
-        return None
-    return ErrorCode.fenced_leader_epoch if client_epoch < leader_epoch else ErrorCode.unknown_leader_epoch
 
 
 @ray.remote

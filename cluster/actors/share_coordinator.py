@@ -1,7 +1,7 @@
 """Share coordinator actor: leads partitions of __share_group_state (a thin shell over its runtime).
 
 Partition leaders and group coordinators call `execute` through their Persister
-(cluster/persister.py), batched per actor per loop tick; each item names the share-state
+(cluster/clients/persister.py), batched per actor per loop tick; each item names the share-state
 operation, the `__share_group_state` partition, the leader epoch the caller routed with, and
 the request for one (group, topic id, partition).
 """
@@ -18,7 +18,9 @@ from sharestate.config import ShareCoordinatorConfig
 from sharestate.coordinator_shard import ShareCoordinatorShard
 from sharestate.records import CODEC
 
-from cluster.actors.common import ActorKind, setup_logging
+from cluster.calls.kinds import ActorKind
+
+from cluster.actors.common import setup_logging
 from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorHost, Item
 from cluster.config import Config
 from cluster.metadata import SHARE_GROUP_STATE

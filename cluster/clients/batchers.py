@@ -4,7 +4,7 @@ A Ray call costs far more than the work of a heartbeat or a small produce, so ev
 actor method made within one tick travels in one Ray call carrying the list of items; the
 actor answers a list in the same order. Operations that may park (JoinGroup, SyncGroup) start
 this way too; their answers come back over the coordinator's answer channel
-(cluster/clients/parked_answers.py). The group coordinators' batches travel packed (cluster/calls.py,
+(cluster/clients/parked_answers.py). The group coordinators' batches travel packed (cluster/calls/,
 PACKED_METHODS), at most two calls per coordinator under way: what comes meanwhile waits for the
 next call, so under load a batch holds more than one tick's requests.
 """
@@ -77,7 +77,7 @@ class ActorBatcher:
 
 
 class PackedBatcher(ActorBatcher):
-    """A batch and its answers as one pickle each (cluster/calls.py: PACKED_METHODS)."""
+    """A batch and its answers as one pickle each (cluster/calls/: PACKED_METHODS)."""
 
     _outbound = staticmethod(pack)
     _inbound = staticmethod(unpack)

@@ -22,7 +22,7 @@ from kio.schema.errors import ErrorCode
 from ray.exceptions import RayActorError, RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from cluster.actors.common import ACTOR_OPTIONS
+from cluster.calls.kinds import ACTOR_OPTIONS
 from cluster.config import Config
 from cluster.leadership import Leadership
 from cluster.metadata import ProducerIdBlock, TopicOutcome, TopicSpec

@@ -31,13 +31,12 @@ from coordinator.share.offsets_admin import (
 )
 from sharestate import messages as m
 
-from cluster.actors.common import ActorKind
-from cluster.actors.coordinator_host import CoordinatorError
+from cluster.calls.kinds import ActorKind
 from cluster.calls import CoordinatorCall, CoordinatorOp, Failed, Listing
 from cluster.clients.failures import ACTOR_GONE
 from cluster.clients.parked_answers import ParkedAnswers
 from cluster.metadata import CONSUMER_OFFSETS
-from cluster.routing import NoLeader
+from cluster.clients.routing import NoLeader
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +46,7 @@ ACTOR_GONE_RAISED = tuple(e for e in ACTOR_GONE if e is not asyncio.CancelledErr
 
 
 def _not_coordinator(outcome: Any) -> bool:
-    return isinstance(outcome, CoordinatorError) and outcome.error_code == ErrorCode.not_coordinator
+    return isinstance(outcome, Failed) and outcome.error_code == ErrorCode.not_coordinator
 
 
 class CoordinatorClient:
@@ -79,8 +78,6 @@ class CoordinatorClient:
                 )
         except NoLeader as exc:
             return Failed(ErrorCode.coordinator_not_available, str(exc))
-        if isinstance(outcome, CoordinatorError):
-            return Failed(outcome.error_code, outcome.message)
         return outcome
 
     async def _parked(self, call: CoordinatorCall) -> Any:
@@ -94,7 +91,7 @@ class CoordinatorClient:
                     CONSUMER_OFFSETS, call.partition, "execute_parked",
                     lambda epoch: (self.parked.channel_id, ticket, call.item(epoch)), _not_coordinator,
                 )
-                if isinstance(started, CoordinatorError):
+                if isinstance(started, Failed):
                     return started
                 route = self.router.leader(CONSUMER_OFFSETS, call.partition)
                 self.parked.started(ticket, started[0], started[1])

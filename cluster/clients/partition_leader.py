@@ -26,7 +26,7 @@ from kio.schema.errors import ErrorCode
 from cluster.calls import FetchPartition, LogEnd, PartitionOp, ShareFetchSpec, SharePartitionCall
 from cluster.clients.failures import answer_or_none
 from cluster.partition import FetchOutcome, ProduceOutcome
-from cluster.routing import NoLeader
+from cluster.clients.routing import NoLeader
 from cluster.share.budget import split_budget
 from cluster.share.requests import ShareFetchCall, ShareItem, ShareOutcome
 

@@ -21,8 +21,8 @@ from cluster.gateway.auth.operator_access import refusal
 from cluster.gateway.auth.principals import may_operate, parse_super_users
 from cluster.gateway.connection import Request, unsupported_api_versions_response
 from cluster.gateway.share_sessions import ShareSessionCache
-from cluster.persister import Persister
-from cluster.routing import Router
+from cluster.clients.persister import Persister
+from cluster.clients.routing import Router
 from cluster.leadership import Leadership
 
 log = logging.getLogger(__name__)

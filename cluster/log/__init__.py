@@ -21,7 +21,7 @@ This package exports the names other modules use; the rest is imported from its 
 """
 
 from cluster.log.checkpoint import CHECKPOINT_NAME
-from cluster.log.config import FlushPolicy, LogConfig
+from cluster.log.config import FlushPolicy, LogConfig, coordinator_log_config
 from cluster.log.errors import LogError, LogWriteError, OffsetOutOfRange
 from cluster.log.files import FileOps
 from cluster.log.format import FILE_HEADER_SIZE, segment_name
@@ -37,5 +37,6 @@ __all__ = [
     "LogWriteError",
     "OffsetOutOfRange",
     "PartitionLog",
+    "coordinator_log_config",
     "segment_name",
 ]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 class FlushPolicy(enum.Enum):
@@ -27,3 +29,14 @@ class LogConfig:
     # (group_commit.py) rather than one fsync per log; syncfs also writes back what other programs
     # left dirty on that file system, which a disk shared with heavy writers may not want.
     sync_filesystem: bool = True
+
+
+def coordinator_log_config(settings: Mapping[str, Any]) -> LogConfig:
+    """The log of an internal (coordinator) partition, from the cluster's settings: compacted."""
+    return LogConfig(
+        segment_bytes=settings["raygroups.coordinator.log.segment.bytes"],
+        flush=FlushPolicy(settings["raygroups.log.flush"]),
+        compacted=True,
+        tombstone_retention_ms=settings["raygroups.log.tombstone.retention.ms"],
+        sync_filesystem=settings["raygroups.log.sync"] == "filesystem",
+    )

@@ -1,6 +1,6 @@
 """The leadership changes the cluster recorded during a run (leadership.parquet), as the checks use them.
 
-Each is a fact the controller wrote when it made the change (cluster/leadership_changes.py), so a
+Each is a fact the controller wrote when it made the change (cluster/control/leadership_changes.py), so a
 check need not guess from the fault schedule when a partition changed hands: a killed actor may
 answer for a while after its kill was asked for, and a balance move or a node that joins moves
 partitions no fault names. Times are int64 microseconds, as the event rows'.

@@ -1,10 +1,10 @@
 """The cluster's leadership changes during a run, as the controller made them: `leadership.parquet`.
 
-The runner pages through the operator API's `leadership` op (cluster/leadership_changes.py) about
+The runner pages through the operator API's `leadership` op (cluster/control/leadership_changes.py) about
 twice a second and once more before the cluster stops. Each change is a fact, not a guess from the
 fault schedule: a partition, its new leader epoch and actor, the old actor, the cause (failover,
 node-loss, balance, operator-move, ...) and three instants (began, released, loaded; what they
-mean is in cluster/leadership_changes.py and docs/experiments.md). The checker judges same-count
+mean is in cluster/control/leadership_changes.py and docs/experiments.md). The checker judges same-count
 share redeliveries and coordinator moves by them, and the recovery watch counts a moved
 partition's successes only from the moment its old leader could serve no more.
 

@@ -1,6 +1,6 @@
 """The Persister as a partition leader's share partitions use it, over the simulated runtime.
 
-cluster/persister.py reaches the share coordinator actor through Ray and retries retriable
+cluster/clients/persister.py reaches the share coordinator actor through Ray and retries retriable
 errors with a wall-clock back-off; that would make a seed depend on time. Here a call runs on
 the runtime directly, with cluster/actors/coordinator_host.py's mapping of runtime failures to
 error codes, and answers a retriable error at once (the real Persister after its timeout).

@@ -10,8 +10,9 @@ from kio.schema.errors import ErrorCode
 
 from kernel.result import Result
 
-from cluster.actors.common import ActorKind
-from cluster.actors.coordinator_host import CoordinatorError, CoordinatorHost
+from cluster.calls.kinds import ActorKind
+from cluster.actors.coordinator_host import CoordinatorHost
+from cluster.calls import Failed
 from cluster.config import Config
 from cluster.metadata import CODEC
 
@@ -49,12 +50,12 @@ def test_execute_all_answers_in_order_and_maps_runtime_errors(tmp_path):
         assert len(asyncio.all_tasks()) - tasks_before <= 2  # the call and the partition's drain, not one per item
         outcomes = await call
         assert outcomes[0] == "a!" and outcomes[3] == "b!"
-        assert isinstance(outcomes[1], CoordinatorError) and outcomes[1].error_code == ErrorCode.not_coordinator
-        assert isinstance(outcomes[2], CoordinatorError) and outcomes[2].error_code == ErrorCode.not_coordinator
+        assert isinstance(outcomes[1], Failed) and outcomes[1].error_code == ErrorCode.not_coordinator
+        assert isinstance(outcomes[2], Failed) and outcomes[2].error_code == ErrorCode.not_coordinator
         assert host.runtime.shard((TOPIC, 0)).seen == ["a", "b"]
         with pytest.raises(ValueError):
             await host.execute_all(TOPIC, OPS, [("echo", 0, 1, "c"), ("echo", 0, 1, "boom")])
-        assert await host.execute(TOPIC, OPS, ("echo", 3, 1, "x")) == CoordinatorError(
+        assert await host.execute(TOPIC, OPS, ("echo", 3, 1, "x")) == Failed(
             ErrorCode.not_coordinator, "not the coordinator of __consumer_offsets-3 at epoch 1")
         await host.shutdown()
 

@@ -9,8 +9,8 @@ import asyncio
 import pytest
 from kio.schema.errors import ErrorCode
 
-from cluster.actors.common import ActorKind
-from cluster.actors.controller import Controller
+from cluster.calls.kinds import ActorKind
+from cluster.control.controller import Controller
 from cluster.config import Config
 from cluster.group_configs import (
     APPEND,

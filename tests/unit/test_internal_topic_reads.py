@@ -9,7 +9,7 @@ import time
 
 from kio.schema.errors import ErrorCode
 
-from cluster.actors.common import ActorKind
+from cluster.calls.kinds import ActorKind
 from cluster.actors.coordinator_host import CoordinatorHost
 from cluster.config import Config
 from cluster.metadata import CODEC, ClusterMetadata, TopicSpec

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
-from cluster.actors.controller import Controller
+from cluster.control.controller import Controller
 from cluster.config import Config
 from cluster.metadata import TopicSpec
 from tests.unit.controller.fake_pool import FakeClock, FakePool

@@ -11,7 +11,7 @@ import pytest
 import ray
 
 from cluster import launcher
-from cluster.actors.common import ActorKind
+from cluster.calls.kinds import ActorKind
 from cluster.config import Config
 from cluster.metrics.gather import gather_snapshots
 

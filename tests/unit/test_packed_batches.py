@@ -1,4 +1,4 @@
-"""Group coordinator batches cross Ray packed (cluster/calls.py: PACKED_METHODS): one pickle for the
+"""Group coordinator batches cross Ray packed (cluster/calls/: PACKED_METHODS): one pickle for the
 items and one for the answers, the same values on either side; what pickle refuses travels as a
 list, as Ray would have sent it; other methods are not packed. At most two packed calls per actor
 are under way; what comes meanwhile goes in one call."""
@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from kio.schema.errors import ErrorCode
 
 from coordinator.classic.messages import CommitPartition, HeartbeatRequest, HeartbeatResponse, OffsetCommitRequest
-from cluster.actors.coordinator_host import CoordinatorError
+from cluster.calls import Failed
 from cluster.calls import pack, unpack
 from cluster.clients.batchers import ActorBatcher, PackedBatcher, batcher_for
 
@@ -38,7 +38,7 @@ ITEMS = [
     ("heartbeat", 3, 7, HeartbeatRequest("g", 5, "m-1", None)),
     ("commit", 3, 7, OffsetCommitRequest("g", 5, "m-1", None, (("t", (CommitPartition(0, 42, -1, None),)),))),
 ]
-ANSWERS = [HeartbeatResponse(ErrorCode.none), CoordinatorError(ErrorCode.not_coordinator, "moved")]
+ANSWERS = [HeartbeatResponse(ErrorCode.none), Failed(ErrorCode.not_coordinator, "moved")]
 
 
 def test_pack_round_trips_and_falls_back_to_the_list_for_what_pickle_refuses():

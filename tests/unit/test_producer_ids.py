@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from cluster.actors.controller import METADATA_TP, Controller
+from cluster.control.controller import METADATA_TP, Controller
 from cluster.config import Config
 from cluster.gateway.producer_ids import NoProducerIdBlock, ProducerIdAllocator
 from cluster.log import LogConfig

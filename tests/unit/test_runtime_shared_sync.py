@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from cluster.actors.coordinator_host import coordinator_log_config
+from cluster.log import coordinator_log_config
 from cluster.config import Config
 from cluster.log import FlushPolicy, LogConfig, group_commit
 from cluster.runtime import CoordinatorRuntime, ManualWakeups, RuntimeConfig, StorageError

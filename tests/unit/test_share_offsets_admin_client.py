@@ -108,7 +108,7 @@ def test_delete_deletes_each_topics_state_and_a_topic_that_failed_stays_deleting
 def test_a_coordinator_that_cannot_be_reached_answers_its_error():
     class Gone:
         async def call_leader(self, *args):
-            from cluster.routing import NoLeader
+            from cluster.clients.routing import NoLeader
 
             raise NoLeader("no leader")
 

@@ -1,5 +1,5 @@
 """raygroups' operator API over the Kafka framing: status, actors, kill, move, pause, events,
-leadership (every leadership change, cluster/leadership_changes.py).
+leadership (every leadership change, cluster/control/leadership_changes.py).
 
 Request body: msgpack {"op": name, "args": {...}}; response: msgpack {"ok": true, "result": ...}
 or {"ok": false, "error": "one line"}. Documented in PROTOCOL.md §1 (raygroups extension).

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from cluster.actors.common import ActorKind
+from cluster.calls.kinds import ActorKind
 from cluster.leadership import Leadership
 
 TP = tuple[str, int]

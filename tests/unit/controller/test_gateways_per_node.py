@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from cluster.actors.common import ActorKind
-from cluster.actors.controller import Controller
+from cluster.calls.kinds import ActorKind
+from cluster.control.controller import Controller
 from cluster.config import Config
-from cluster.gateway_slots import gateway_mode, nodes_without_gateway
+from cluster.control.gateway_slots import gateway_mode, nodes_without_gateway
 from tests.unit.controller.fake_pool import FakeActor, FakeClock
 from tests.unit.controller.test_reconciler import SMALL, settle
 from tests.unit.controller.test_reconciler_nodes import NodePool

@@ -1,9 +1,9 @@
 """Every leadership change the controller makes is recorded with its cause, epoch and instants
-(cluster/leadership_changes.py): the facts the experiments' checker judges a run by."""
+(cluster/control/leadership_changes.py): the facts the experiments' checker judges a run by."""
 
 from __future__ import annotations
 
-from cluster.leadership_changes import Cause, LeadershipChange, LeadershipChanges
+from cluster.control.leadership_changes import Cause, LeadershipChange, LeadershipChanges
 from cluster.metadata import CONSUMER_OFFSETS, TopicSpec
 from tests.unit.controller import test_reconciler_nodes as nodes
 from tests.unit.controller.test_reconciler import run, settle

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
-from cluster.actors.controller import Controller
+from cluster.control.controller import Controller
 from cluster.config import Config
 from cluster.metadata import CONSUMER_OFFSETS, TopicSpec
 from tests.unit.controller.fake_pool import FakeActor, FakeClock, FakePool

@@ -6,10 +6,10 @@ import pytest
 
 from kernel.lifecycle import IllegalTransition
 
-from cluster.actor_state import ActorEntry, ActorState
-from cluster.actors.common import ActorKind
+from cluster.control.actor_state import ActorEntry, ActorState
+from cluster.calls.kinds import ActorKind
 from cluster.metadata import CONSUMER_OFFSETS
-from cluster.placement import LiveActor, desired_leadership, missing_actors, place, retry_delay
+from cluster.control.placement import LiveActor, desired_leadership, missing_actors, place, retry_delay
 
 PL = ActorKind.PARTITION_LEADER
 GC = ActorKind.GROUP_COORDINATOR

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from cluster.actors.common import ActorKind
+from cluster.calls.kinds import ActorKind
 from cluster.metadata import CONSUMER_OFFSETS
-from cluster.placement import LiveActor, RebalancePolicy, actors_to_start, desired_leadership, rebalance, rebalance_due
+from cluster.control.placement import LiveActor, RebalancePolicy, actors_to_start, desired_leadership, rebalance, rebalance_due
 
 PL = ActorKind.PARTITION_LEADER
 GC = ActorKind.GROUP_COORDINATOR

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from cluster.actor_state import ActorState
-from cluster.actors.controller import Controller
+from cluster.control.actor_state import ActorState
+from cluster.control.controller import Controller
 from cluster.config import Config
 from cluster.metadata import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TopicSpec
 from tests.unit.controller.fake_pool import FakeClock, FakePool

@@ -6,9 +6,9 @@ import asyncio
 from collections import Counter
 from pathlib import Path
 
-from cluster.actor_pool import NodeAwarePool
-from cluster.actors.common import ActorKind
-from cluster.actors.controller import Controller
+from cluster.control.actor_pool import NodeAwarePool
+from cluster.calls.kinds import ActorKind
+from cluster.control.controller import Controller
 from cluster.config import Config
 from cluster.metadata import TopicSpec
 from tests.unit.controller.fake_pool import FakeActor, FakeClock, FakePool

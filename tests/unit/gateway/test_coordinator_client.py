@@ -13,12 +13,11 @@ from coordinator.classic.messages import DeletedGroup, ListedGroup
 from coordinator.share.messages import ShareStateDelete, ShareStateDeletion
 from sharestate import messages as m
 
-from cluster.actors.coordinator_host import CoordinatorError
 from cluster.calls import CoordinatorOp as Op
 from cluster.calls import Failed
 from cluster.clients.coordinator import CoordinatorClient
 from cluster.metadata import CONSUMER_OFFSETS
-from cluster.routing import NoLeader
+from cluster.clients.routing import NoLeader
 
 TOPIC_ID = uuid.uuid4()
 
@@ -40,7 +39,7 @@ class FakeRouter:
         assert (p, epoch) == (partition, 7) and isinstance(op, str) and not isinstance(op, Op)
         self.log.append((method, op, partition, request))
         outcome = self.coordinator(op, partition, request)
-        if method != "execute_parked" or isinstance(outcome, CoordinatorError):
+        if method != "execute_parked" or isinstance(outcome, Failed):
             return outcome
         self.parked_handle.owed.append((ticket, outcome))
         return ("group-coordinator-0", "incarnation-1")
@@ -141,7 +140,7 @@ def test_a_share_group_with_members_keeps_its_state_and_the_coordinator_refuses_
 
 def test_delete_groups_while_loading_answers_every_group_the_error():
     def loading(op, partition, request):
-        return CoordinatorError(ErrorCode.coordinator_load_in_progress, "loading")
+        return Failed(ErrorCode.coordinator_load_in_progress, "loading")
 
     client = CoordinatorClient(FakeRouter(loading), 1, FakePersister())
     result = asyncio.run(client.delete_groups(["s", "c"]))
@@ -167,7 +166,7 @@ def test_a_call_that_finds_no_coordinator_or_an_error_answers_failed():
     router.call_leader = no_leader
     client = CoordinatorClient(router, 50)
     assert asyncio.run(client.group(Op.HEARTBEAT, "g", None)).error_code == ErrorCode.coordinator_not_available
-    client = CoordinatorClient(FakeRouter(lambda *_: CoordinatorError(ErrorCode.not_coordinator, "moved")), 50)
+    client = CoordinatorClient(FakeRouter(lambda *_: Failed(ErrorCode.not_coordinator, "moved")), 50)
     assert asyncio.run(client.group(Op.HEARTBEAT, "g", None)) == Failed(ErrorCode.not_coordinator, "moved")
 
 
@@ -203,7 +202,7 @@ def test_list_groups_merges_every_coordinator_and_any_error_answers_no_groups():
     handles = {"group-coordinator-0": a, "group-coordinator-1": b, "partition-leader-0": object()}
     listing = asyncio.run(CoordinatorClient(FakeRouter(None, handles), 50).list_groups())
     assert listing.error_code == ErrorCode.none and [g.group_id for g in listing.groups] == ["a", "b"]
-    loading = Handle((CoordinatorError(ErrorCode.coordinator_load_in_progress), []))
+    loading = Handle((Failed(ErrorCode.coordinator_load_in_progress), []))
     listing = asyncio.run(CoordinatorClient(FakeRouter(None, {**handles, "group-coordinator-2": loading}), 50).list_groups())
     assert listing.error_code == ErrorCode.coordinator_load_in_progress and listing.groups == ()
     dead = Handle(RayActorError())

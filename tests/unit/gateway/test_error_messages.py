@@ -29,7 +29,7 @@ from kio.schema.errors import ErrorCode
 from ray.core.generated.common_pb2 import ActorDiedErrorContext
 from ray.exceptions import ActorDiedError, ActorUnavailableError
 
-from cluster.actors.coordinator_host import CoordinatorError
+from cluster.calls import Failed
 from cluster.actors.group_coordinator import OPERATIONS
 from cluster.clients.controller import ControllerClient
 from cluster.clients.coordinator import CoordinatorClient
@@ -42,8 +42,8 @@ from cluster.gateway.auth.session import Session
 from cluster.gateway.handlers import configs, group_offsets_admin, groups, produce, scram_credentials, share_groups, topics
 from cluster.leadership import GatewayAddress, Leadership
 from cluster.metadata import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TopicInfo
-from cluster.persister import Persister
-from cluster.routing import NoLeader
+from cluster.clients.persister import Persister
+from cluster.clients.routing import NoLeader
 from cluster.runtime import StorageError
 from tests.unit.gateway.fakes import CONTROLLER_ACTOR_ID, OverRay, gateway, ray_task_error, request
 from tests.unit.share.context import BAR, FOO, ShareContext, topic
@@ -181,11 +181,12 @@ def test_the_controller_over_a_full_disk_answers_unknown_server_error_with_no_me
     from tests.full_disk import FullDisk
     from tests.unit.controller.fake_pool import FakeClock, FakePool
 
-    from cluster.actors.controller import Controller
+    from cluster.control.controller import Controller
     from cluster.log import PartitionLog
     from cluster.metadata import CODEC, ClusterMetadata
     from cluster.runtime import CoordinatorRuntime, RuntimeConfig
-    from cluster.actors.coordinator_host import coordinator_log_config
+    from cluster.log import coordinator_log_config
+    from cluster.calls import Failed
 
     async def main() -> None:
         disk = FullDisk()
@@ -266,9 +267,9 @@ class Partitions:
 
 COORDINATOR_FAILURES = {
     # the group coordinator's answer, as its host builds it from the runtime's exception
-    "storage failed": CoordinatorError(ErrorCode.coordinator_not_available, STORAGE_TEXT),
-    "moved": CoordinatorError(ErrorCode.not_coordinator, "not the coordinator of __consumer_offsets-0 at epoch 3"),
-    "loading": CoordinatorError(ErrorCode.coordinator_load_in_progress, "__consumer_offsets-0 is loading"),
+    "storage failed": Failed(ErrorCode.coordinator_not_available, STORAGE_TEXT),
+    "moved": Failed(ErrorCode.not_coordinator, "not the coordinator of __consumer_offsets-0 at epoch 3"),
+    "loading": Failed(ErrorCode.coordinator_load_in_progress, "__consumer_offsets-0 is loading"),
     "no leader": NoLeader("coordinator of __consumer_offsets-0 is unavailable"),
 }
 
@@ -276,7 +277,7 @@ COORDINATOR_FAILURES = {
 class Router:
     """call_leader as the gateway's router makes it: `__consumer_offsets` calls run on the share
     context's shard (or get `coordinator`'s failure), `__share_group_state` calls get `share_state`'s
-    answer (a CoordinatorError the real persister turns into its response)."""
+    answer (a Failed the real persister turns into its response)."""
 
     def __init__(self, ctx: ShareContext | None, coordinator: Any = None, share_state: Any = None) -> None:
         self.ctx, self.coordinator, self.share_state = ctx, coordinator, share_state
@@ -343,8 +344,8 @@ def test_a_group_coordinator_that_fails_answers_its_error_without_a_message(api,
 
 
 SHARE_STATE_FAILURES = {
-    "storage failed": CoordinatorError(ErrorCode.coordinator_not_available, STORAGE_TEXT.replace("__consumer_offsets", "__share_group_state")),
-    "moved": CoordinatorError(ErrorCode.not_coordinator, "not the coordinator of __share_group_state-0 at epoch 3"),
+    "storage failed": Failed(ErrorCode.coordinator_not_available, STORAGE_TEXT.replace("__consumer_offsets", "__share_group_state")),
+    "moved": Failed(ErrorCode.not_coordinator, "not the coordinator of __share_group_state-0 at epoch 3"),
     "no leader": NoLeader("no leader for __share_group_state-0"),
 }
 

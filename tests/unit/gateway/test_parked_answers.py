@@ -12,7 +12,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 from ray.exceptions import RayActorError
 
-from cluster.actors.coordinator_host import CoordinatorError
+from cluster.calls import Failed
 from cluster.calls import CoordinatorOp as Op
 from cluster.calls import Failed
 from cluster.clients.coordinator import CoordinatorClient
@@ -172,7 +172,7 @@ def test_a_coordinator_dying_under_a_parked_join_is_retried_once_then_not_availa
 
 def test_an_error_at_the_start_is_the_answer():
     async def run():
-        router, client = _client_with([CoordinatorError(ErrorCode.coordinator_load_in_progress, "loading")])
+        router, client = _client_with([Failed(ErrorCode.coordinator_load_in_progress, "loading")])
         outcome = await client.group(Op.SYNC, "g", None)
         return outcome, client.parked._waiting
 

@@ -14,7 +14,7 @@ from cluster.gateway.handlers import produce
 from cluster.leadership import Leadership
 from cluster.metadata import TopicInfo
 from cluster.partition import ProduceOutcome
-from cluster.routing import NoLeader
+from cluster.clients.routing import NoLeader
 
 from tests.unit.gateway.fakes import gateway, request, run
 

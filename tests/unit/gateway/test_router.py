@@ -10,7 +10,7 @@ from kio.schema.errors import ErrorCode
 from ray.exceptions import RayActorError
 
 from cluster.leadership import Leadership
-from cluster.routing import NoLeader, Router
+from cluster.clients.routing import NoLeader, Router
 
 
 class Method:

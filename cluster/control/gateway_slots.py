@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from cluster.actor_state import ActorEntry, ActorState
-from cluster.actors.common import ActorKind
+from cluster.control.actor_state import ActorEntry, ActorState
+from cluster.calls.kinds import ActorKind
 from cluster.leadership import GatewayAddress
-from cluster.placement import retry_delay
+from cluster.control.placement import retry_delay
 
 
 

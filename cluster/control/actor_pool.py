@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 import ray
 from ray.exceptions import RayActorError
 
-from cluster.actors.common import ACTOR_OPTIONS, ActorKind
+from cluster.calls.kinds import ACTOR_OPTIONS, ActorKind
 from cluster.config import Config
 from cluster.leadership import Leadership
 

@@ -26,17 +26,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cluster.actor_pool import LEADERSHIP_FOLLOWERS, ActorPool, NodeAwarePool, NodeMembership
-from cluster.actor_state import ActorEntry, ActorState
-from cluster.actors.common import ActorKind, kind_for_topic
+from cluster.control.actor_pool import LEADERSHIP_FOLLOWERS, ActorPool, NodeAwarePool, NodeMembership
+from cluster.control.actor_state import ActorEntry, ActorState
+from cluster.calls.kinds import ActorKind, kind_for_topic
 from cluster.config import Config
-from cluster.gateway_slots import GatewayKeeper
+from cluster.control.gateway_slots import GatewayKeeper
 from cluster.leadership import Leadership
-from cluster.leadership_changes import Cause, LeadershipChange, LeadershipChanges
+from cluster.control.leadership_changes import Cause, LeadershipChange, LeadershipChanges
 from cluster.metrics.registry import REGISTRY
 from cluster.metadata import ClusterMetadata
-from cluster.placement import LiveActor, RebalancePolicy, actors_by_node, desired_leadership, missing_actors
-from cluster.placement import rebalance, rebalance_due, retry_delay
+from cluster.control.placement import LiveActor, RebalancePolicy, actors_by_node, desired_leadership, missing_actors
+from cluster.control.placement import rebalance, rebalance_due, retry_delay
 
 log = logging.getLogger(__name__)
 
@@ -242,7 +242,7 @@ class Reconciler:
 
     async def move(self, placement: dict[TP, str], reason: str, cause: Cause) -> None:
         """Give each partition its new leader at a bumped epoch (the caller holds the lock), and
-        record each change with its cause and instants (cluster/leadership_changes.py)."""
+        record each change with its cause and instants (cluster/control/leadership_changes.py)."""
         if not placement:
             return
         # Release first: two live actors must never append to one log.

@@ -92,9 +92,16 @@ class CoordinatorCall:
         return (self.op.value, self.partition, epoch, self.request)
 
 
+# An item of a coordinator's batched call: (operation name, partition, leader epoch the gateway
+# routed with, request).
+Item = tuple[str, int, int, Any]
+
+
 @dataclass(frozen=True, slots=True)
 class Failed:
-    """The call did not reach a coordinator that ran it (moving, loading, dead, storage failed)."""
+    """The call did not reach a coordinator that ran it (moving, loading, dead, storage failed):
+    what the coordinator answers for an operation it could not run, and what the client answers
+    for a call that found no coordinator. The gateway answers the API's error response."""
 
     error_code: ErrorCode
     message: str = ""

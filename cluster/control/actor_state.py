@@ -14,7 +14,7 @@ from typing import Any
 
 from kernel.lifecycle import TransitionTable, validate_transition
 
-from cluster.actors.common import ActorKind
+from cluster.calls.kinds import ActorKind
 from cluster.leadership import GatewayAddress
 
 

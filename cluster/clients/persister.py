@@ -19,9 +19,9 @@ from kio.schema.errors import ErrorCode
 from coordinator.hashing import share_state_partition
 from sharestate import messages as m
 
-from cluster.actors.coordinator_host import CoordinatorError
+from cluster.calls import Failed
 from cluster.metadata import SHARE_GROUP_STATE
-from cluster.routing import NoLeader, Router
+from cluster.clients.routing import NoLeader, Router
 
 _RESPONSES: dict[str, type] = {
     "initialize": m.InitializeShareGroupStateResponse,
@@ -75,11 +75,11 @@ class Persister:
                     p,
                     "execute",
                     lambda epoch: (op, p, epoch, request),
-                    lambda r: isinstance(r, CoordinatorError) and r.error_code == ErrorCode.not_coordinator,
+                    lambda r: isinstance(r, Failed) and r.error_code == ErrorCode.not_coordinator,
                 )
             except NoLeader as exc:
-                result = CoordinatorError(ErrorCode.coordinator_not_available, str(exc))
-            if not isinstance(result, CoordinatorError):
+                result = Failed(ErrorCode.coordinator_not_available, str(exc))
+            if not isinstance(result, Failed):
                 return result
             if result.error_code not in RETRIABLE or loop.time() + backoff > deadline:
                 return _RESPONSES[op](result.error_code, result.message or None)

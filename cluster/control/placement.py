@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from cluster.actors.common import ActorKind, kind_for_topic
+from cluster.calls.kinds import ActorKind, kind_for_topic
 
 TP = tuple[str, int]
 

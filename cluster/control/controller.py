@@ -4,10 +4,10 @@ every partition led by a live actor.
 It is a named Ray actor holding:
 - the cluster metadata (topics, leader epochs, producer ids handed out) on its own log, through
   the coordinator runtime;
-- a `Reconciler` (cluster/reconciler.py), which owns the actors and the leadership map (which actor
+- a `Reconciler` (cluster/control/reconciler.py), which owns the actors and the leadership map (which actor
   leads each partition of `__consumer_offsets`, `__share_group_state` and every user topic, at which
-  leader epoch) and drives that map towards what `cluster/placement.py` wants, through the actor
-  pool (cluster/actor_pool.py), the only code here that talks to Ray.
+  leader epoch) and drives that map towards what `cluster/control/placement.py` wants, through the actor
+  pool (cluster/control/actor_pool.py), the only code here that talks to Ray.
 
 Changes of leadership are serialised by the reconciler's lock so that epochs and the map move
 together. Which actor leads what is not durable: after a restart every partition is placed anew.
@@ -25,14 +25,15 @@ from typing import Any
 import ray
 from kio.schema.errors import ErrorCode
 
-from cluster.actor_pool import ActorPool, RayActorPool
-from cluster.actor_state import ActorEntry
-from cluster.actors.common import kind_for_topic, setup_logging
-from cluster.actors.coordinator_host import coordinator_log_config
+from cluster.control.actor_pool import ActorPool, RayActorPool
+from cluster.control.actor_state import ActorEntry
+from cluster.calls.kinds import kind_for_topic
+from cluster.actors.common import setup_logging
+from cluster.log import coordinator_log_config
 from cluster.config import Config
 from cluster.group_configs import AlterOp, Refusal, apply
 from cluster.leadership import Leadership
-from cluster.leadership_changes import Cause
+from cluster.control.leadership_changes import Cause
 from cluster.metadata import (
     CODEC,
     CONSUMER_OFFSETS,
@@ -44,7 +45,7 @@ from cluster.metadata import (
     TopicOutcome,
     TopicSpec,
 )
-from cluster.reconciler import KIND_COUNT_SETTING, Reconciler
+from cluster.control.reconciler import KIND_COUNT_SETTING, Reconciler
 from cluster.runtime import CoordinatorRuntime, RuntimeConfig
 
 log = logging.getLogger(__name__)
@@ -319,7 +320,7 @@ class Controller:
         return len(self.events), self.events[index:]
 
     def leadership_changes(self, index: int) -> dict[str, Any]:
-        """Every leadership change from `index` on (cluster/leadership_changes.py), for the
+        """Every leadership change from `index` on (cluster/control/leadership_changes.py), for the
         experiments' run directories."""
         return self.reconciler.changes.since(index)
 
