@@ -49,12 +49,13 @@ class ShareGroupState:
 
     # -- after operations ----------------------------------------------------------------------------
 
-    def after(self, item: tuple[str, int, int, Any], outcome: Any) -> None:
-        """Act on what an operation answered, in the background (the client has its answer)."""
-        op, partition, epoch, _ = item
-        if isinstance(outcome, ShareHeartbeatOutcome) and outcome.initialize:
-            self._spawn(self.initialize(partition, epoch, outcome.initialize))
-        elif op == "delete" and isinstance(outcome, list):
+    def after(self, item: Any, outcome: Any) -> None:
+        """Act on what an operation answered (a CoordinatorItem; its op's traits say which may leave
+        share state to initialize or delete), in the background: the client has its answer."""
+        op = item.op
+        if op.initializes_share_state and isinstance(outcome, ShareHeartbeatOutcome) and outcome.initialize:
+            self._spawn(self.initialize(item.partition, item.epoch, outcome.initialize))
+        elif op.deletes_share_state and isinstance(outcome, list):
             # After DeleteGroups' first step (coordinator/share/deletion.py) a deleted share group
             # answers nothing here: its state went before it. A delete without that step answers
             # the partitions still initialized or initializing, whose state may exist.

@@ -141,7 +141,7 @@ async def coordinator_write_rates(controller: Any, seconds: float, writers: int)
     from sharestate import messages as m
     from sharestate.records import StateBatch
 
-    from cluster.calls import Failed
+    from cluster.calls import CoordinatorItem, CoordinatorOp, Endpoint, Failed
     from cluster.metadata import CONSUMER_OFFSETS
     from cluster.clients.controller import ControllerClient
     from cluster.clients.persister import Persister
@@ -188,7 +188,7 @@ async def coordinator_write_rates(controller: Any, seconds: float, writers: int)
             topics=(("bench-topic", (CommitPartition(0, n, -1, ""),)),), retention_time_ms=-1, api_version=9,
         )
         outcome = await router.call_leader(
-            CONSUMER_OFFSETS, p, "execute", lambda epoch: ("commit", p, epoch, request),
+            CONSUMER_OFFSETS, p, Endpoint.COORDINATOR, lambda epoch: CoordinatorItem(CoordinatorOp.COMMIT, p, epoch, request),
             lambda r: isinstance(r, Failed),
         )
         assert not isinstance(outcome, Failed), outcome

@@ -14,7 +14,7 @@ from kio.schema.errors import ErrorCode
 from kernel.codec import RecordCodec
 
 from cluster.actors.common import identity, wait_forever
-from cluster.calls import Failed, Item
+from cluster.calls import CoordinatorItem, Failed
 from cluster.calls.kinds import ActorKind
 from cluster.config import Config
 from cluster.delayed_fetch import delayed_fetch
@@ -97,32 +97,31 @@ class CoordinatorHost:
     async def unload(self, items: list[tuple[str, int]]) -> None:
         await asyncio.gather(*(self.runtime.unload(tp) for tp in items))
 
-    async def execute(self, topic: str, operations: dict[str, str], item: Item) -> Any:
+    async def execute(self, topic: str, item: CoordinatorItem) -> Any:
         """Run one operation on its partition's shard, in order; runtime failures become error codes.
 
         A storage failure answers COORDINATOR_NOT_AVAILABLE (SPEC §4): the client finds the
         coordinator again and retries, while the partition reverts to its last durable state.
         """
         try:
-            return await self._submit(topic, operations, item)
+            return await self._submit(topic, item)
         except _RUNTIME_ERRORS as exc:
             return _as_error(exc)
 
-    def _submit(self, topic: str, operations: dict[str, str], item: Item) -> asyncio.Future:
-        started = self.start(topic, operations, item)
+    def _submit(self, topic: str, item: CoordinatorItem) -> asyncio.Future:
+        started = self.start(topic, item)
         if isinstance(started, Failed):
             future = asyncio.get_running_loop().create_future()
             future.set_result(started)
             return future
         return started
 
-    def start(self, topic: str, operations: dict[str, str], item: Item) -> asyncio.Future | Failed:
+    def start(self, topic: str, item: CoordinatorItem) -> asyncio.Future | Failed:
         """Queue one operation: its future (read it with `outcome`), or why it could not start."""
-        op, partition, epoch, request = item
-        tp = (topic, partition)
-        method = operations[op]
+        tp = (topic, item.partition)
+        run, request, runtime = item.op.run, item.request, self.runtime
         try:
-            return self.runtime.submit(tp, epoch, lambda token: getattr(self.runtime.shard(tp), method)(request, token))
+            return runtime.submit(tp, item.epoch, lambda token: run(runtime.shard(tp), request, token))
         except _RUNTIME_ERRORS as exc:
             return _as_error(exc)
 
@@ -137,10 +136,10 @@ class CoordinatorHost:
             return future.result()
         return _as_error(exc) if isinstance(exc, _RUNTIME_ERRORS) else exc
 
-    async def execute_all(self, topic: str, operations: dict[str, str], items: list[Item]) -> list[Any]:
+    async def execute_all(self, topic: str, items: list[CoordinatorItem]) -> list[Any]:
         # Queued at once, in order, and awaited as futures: no task per operation (a heartbeat's
         # whole work is smaller than a task's).
-        futures = [self._submit(topic, operations, item) for item in items]
+        futures = [self._submit(topic, item) for item in items]
         outcomes = await asyncio.gather(*futures, return_exceptions=True)
         for i, outcome in enumerate(outcomes):
             if isinstance(outcome, _RUNTIME_ERRORS):

@@ -1,9 +1,11 @@
 """Group coordinator actor: leads partitions of __consumer_offsets (a thin shell over its runtime).
 
-Gateways batch requests per actor per loop tick: `execute` for operations that answer at once
-(heartbeats, commits, offset fetches, share heartbeats, ...), `execute_parked` for those that may
-park (JoinGroup, SyncGroup), whose answers come back on the gateway's one long-lived channel
-(`answers_stream`, answer_channels.py), those released together in one item. Share groups' state is
+Gateways batch requests per actor per loop tick: `execute` (Endpoint.COORDINATOR, packed) for
+operations that answer at once (heartbeats, commits, offset fetches, share heartbeats, ...),
+`execute_parked` for those that may park (CoordinatorOp.parks: JoinGroup, SyncGroup), whose
+answers come back on the gateway's one long-lived channel (`answers_stream`, answer_channels.py),
+those released together in one item. Each item's operation says what runs (`op.run`) and what
+else the actor does about it (the rebalance watch, the commit counter, share state). Share groups' state is
 initialized and deleted on the share coordinators through the Persister (share_group_state.py).
 The controller's Leadership pushes bring the groups' configs, which the shards read through one
 GroupConfigManager (a share member's session timeout and heartbeat interval).
@@ -25,10 +27,10 @@ from coordinator.records import CODEC
 from coordinator.shard import GroupCoordinatorShard
 
 from cluster.actors.answer_channels import AnswerChannels
-from cluster.calls.kinds import ActorKind
 from cluster.actors.common import setup_logging
 from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorHost
-from cluster.calls import Failed, Item, pack, unpack
+from cluster.calls import CoordinatorItem, CoordinatorOp, Failed, ParkedItem, pack, unpack
+from cluster.calls.kinds import ActorKind
 from cluster.config import Config
 from cluster.group_configs import coordinator_group_configs
 from cluster.leadership import Leadership, empty_leadership
@@ -39,31 +41,6 @@ from cluster.clients.persister import Persister
 from cluster.clients.routing import Router
 from cluster.runtime import LoadInProgress, NotCoordinator
 from cluster.share_group_state import ShareGroupState
-
-OPERATIONS = {
-    "join": "join_group",
-    "sync": "sync_group",
-    "heartbeat": "heartbeat",
-    "leave": "leave_group",
-    "commit": "commit_offsets",
-    "fetch_offsets": "fetch_offsets",
-    "describe": "describe_groups",
-    "delete": "delete_groups",
-    "share_heartbeat": "share_group_heartbeat",
-    "share_describe": "share_group_describe",
-    "share_topics": "share_group_topics",
-    "share_delete_prepare": "share_group_delete_prepare",
-    "offset_delete": "delete_offsets",
-    "share_offsets_alter": "alter_share_group_offsets",
-    "share_offsets_initialized": "share_offsets_initialized",
-    "share_offsets_delete": "share_offsets_delete_initiate",
-    "share_offsets_delete_complete": "share_offsets_delete_complete",
-}
-
-
-# Operations after which a group may have begun or completed a rebalance.
-_WATCHED = frozenset({"heartbeat", "leave", "share_heartbeat"})
-
 
 def group_coordinator_config(config: Config) -> GroupCoordinatorConfig:
     return GroupCoordinatorConfig(
@@ -124,37 +101,38 @@ class GroupCoordinatorActor(CoordinatorActorBody):
         await self.share_state.update_topics([(t, p) for t, p, _ in items if (t, p) in self.host.runtime.partitions])
         return report
 
-    async def execute(self, items: list[Item]) -> list[Any]:
-        outcomes = await self.host.execute_all(CONSUMER_OFFSETS, OPERATIONS, items)
+    async def execute(self, packed: bytes | list[CoordinatorItem]) -> bytes | list[Any]:
+        """Run a batch of operations that answer at once; the batch and its answers cross packed
+        (Endpoint.COORDINATOR)."""
+        items: list[CoordinatorItem] = unpack(packed)
+        outcomes = await self.host.execute_all(CONSUMER_OFFSETS, items)
         for item, outcome in zip(items, outcomes):
+            op = item.op
             self.share_state.after(item, outcome)
-            if item[0] in _WATCHED:
+            if op.watched:
                 self._observe(item)
-            elif item[0] == "commit":
+            elif op.commits:
                 metrics_registry.inc("offset_commits")
-        return outcomes
+        return pack(outcomes)
 
-    async def execute_packed(self, items: bytes | list[Item]) -> bytes | list[Any]:
-        """`execute` with the batch and its answers packed (cluster/calls/: PACKED_METHODS)."""
-        return pack(await self.execute(unpack(items)))
-
-    async def execute_parked(self, items: list[tuple[str, int, Item]]) -> list[Any]:
+    async def execute_parked(self, items: list[ParkedItem]) -> list[Any]:
         """Start operations that may park; each answers later on its gateway's channel
         (`answers_stream`) under the ticket it came with. Answered now, per item: this actor's
         name and incarnation, or why the operation could not start (as `execute` answers it)."""
         started: list[Any] = []
-        for channel, ticket, item in items:
-            if item[0] == "join":
-                self.rebalances.before_join(item[3].group_id, self._group(item))
-            future = self.host.start(CONSUMER_OFFSETS, OPERATIONS, item)
+        for parked in items:
+            item = parked.item
+            if item.op is CoordinatorOp.JOIN:
+                self.rebalances.before_join(item.request.group_id, self._group(item))
+            future = self.host.start(CONSUMER_OFFSETS, item)
             if isinstance(future, Failed):
                 started.append(future)
                 continue
-            future.add_done_callback(functools.partial(self._answered, channel, ticket, item))
+            future.add_done_callback(functools.partial(self._answered, parked.channel, parked.ticket, item))
             started.append((self.host.name, self.incarnation))
         return started
 
-    def _answered(self, channel: str, ticket: int, item: Item, future: asyncio.Future) -> None:
+    def _answered(self, channel: str, ticket: int, item: CoordinatorItem, future: asyncio.Future) -> None:
         self._observe(item)
         self.channels.put(channel, ticket, self.host.outcome(future))
 
@@ -163,13 +141,13 @@ class GroupCoordinatorActor(CoordinatorActorBody):
         async for answers in self.channels.stream(channel, self.incarnation):
             yield answers
 
-    def _group(self, item: Item) -> Any:
-        partition = self.host.runtime.partitions.get((CONSUMER_OFFSETS, item[1]))
+    def _group(self, item: CoordinatorItem) -> Any:
+        partition = self.host.runtime.partitions.get((CONSUMER_OFFSETS, item.partition))
         shard = getattr(partition, "shard", None)
-        return shard.groups.get(item[3].group_id) if shard is not None else None
+        return shard.groups.get(item.request.group_id) if shard is not None else None
 
-    def _observe(self, item: Item) -> None:
-        self.rebalances.observe(item[3].group_id, self._group(item))
+    def _observe(self, item: CoordinatorItem) -> None:
+        self.rebalances.observe(item.request.group_id, self._group(item))
 
     async def metrics(self) -> dict[str, Any]:
         """Counters, and the groups this actor leads by protocol and state (counted now)."""

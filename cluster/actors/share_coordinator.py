@@ -1,9 +1,9 @@
 """Share coordinator actor: leads partitions of __share_group_state (a thin shell over its runtime).
 
-Partition leaders and group coordinators call `execute` through their Persister
-(cluster/clients/persister.py), batched per actor per loop tick; each item names the share-state
-operation, the `__share_group_state` partition, the leader epoch the caller routed with, and
-the request for one (group, topic id, partition).
+Partition leaders and group coordinators call `execute` (Endpoint.SHARE_STATE) through their
+Persister (cluster/clients/persister.py), batched per actor per loop tick; each item names the
+share-state operation (ShareStateOp), the `__share_group_state` partition, the leader epoch the
+caller routed with, and the request for one (group, topic id, partition).
 """
 
 from __future__ import annotations
@@ -18,21 +18,12 @@ from sharestate.config import ShareCoordinatorConfig
 from sharestate.coordinator_shard import ShareCoordinatorShard
 from sharestate.records import CODEC
 
-from cluster.calls.kinds import ActorKind
-
 from cluster.actors.common import setup_logging
-from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorHost, Item
+from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorHost
+from cluster.calls import CoordinatorItem
+from cluster.calls.kinds import ActorKind
 from cluster.config import Config
 from cluster.metadata import SHARE_GROUP_STATE
-
-OPERATIONS = {
-    "initialize": "initialize_state",
-    "read": "read_state",
-    "write": "write_state",
-    "delete": "delete_state",
-    "summary": "read_state_summary",
-}
-
 
 def share_coordinator_config(config: Config) -> ShareCoordinatorConfig:
     return ShareCoordinatorConfig(
@@ -47,5 +38,5 @@ class ShareCoordinatorActor(CoordinatorActorBody):
         factory = functools.partial(ShareCoordinatorShard, config=share_coordinator_config(config))
         self.host = CoordinatorHost(name, ActorKind.SHARE_COORDINATOR, CODEC, factory, config, Path(data_dir))
 
-    async def execute(self, items: list[Item]) -> list[Any]:
-        return await self.host.execute_all(SHARE_GROUP_STATE, OPERATIONS, items)
+    async def execute(self, items: list[CoordinatorItem]) -> list[Any]:
+        return await self.host.execute_all(SHARE_GROUP_STATE, items)

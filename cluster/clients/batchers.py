@@ -4,8 +4,8 @@ A Ray call costs far more than the work of a heartbeat or a small produce, so ev
 actor method made within one tick travels in one Ray call carrying the list of items; the
 actor answers a list in the same order. Operations that may park (JoinGroup, SyncGroup) start
 this way too; their answers come back over the coordinator's answer channel
-(cluster/clients/parked_answers.py). The group coordinators' batches travel packed (cluster/calls/,
-PACKED_METHODS), at most two calls per coordinator under way: what comes meanwhile waits for the
+(cluster/clients/parked_answers.py). Endpoints that are packed (the group coordinators') travel as
+one pickle each way (cluster/calls/packing.py), at most two calls per coordinator under way: what comes meanwhile waits for the
 next call, so under load a batch holds more than one tick's requests.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 from ray.exceptions import RayActorError
 
-from cluster.calls import PACKED_METHODS, pack, unpack
+from cluster.calls import Endpoint, pack, unpack
 
 
 class ActorBatcher:
@@ -24,8 +24,9 @@ class ActorBatcher:
     # one to end and goes in the next, so under load a batch is what arrived during a call.
     max_in_flight: int | None = None
 
-    def __init__(self, handle: Any, method: str) -> None:
-        self._method = getattr(handle, method)
+    def __init__(self, handle: Any, endpoint: Endpoint) -> None:
+        # The Ray method is bound once per batcher; Ray handles expose an actor's methods by name.
+        self._method = getattr(handle, endpoint.method)
         self._items: list[Any] = []
         self._futures: list[asyncio.Future] = []
         self._scheduled = False
@@ -77,7 +78,7 @@ class ActorBatcher:
 
 
 class PackedBatcher(ActorBatcher):
-    """A batch and its answers as one pickle each (cluster/calls/: PACKED_METHODS)."""
+    """A batch and its answers as one pickle each (Endpoint.packed)."""
 
     _outbound = staticmethod(pack)
     _inbound = staticmethod(unpack)
@@ -87,5 +88,5 @@ class PackedBatcher(ActorBatcher):
     max_in_flight = 2
 
 
-def batcher_for(handle: Any, method: str) -> ActorBatcher:
-    return PackedBatcher(handle, method) if method in PACKED_METHODS else ActorBatcher(handle, method)
+def batcher_for(handle: Any, endpoint: Endpoint) -> ActorBatcher:
+    return PackedBatcher(handle, endpoint) if endpoint.packed else ActorBatcher(handle, endpoint)

@@ -32,7 +32,7 @@ from coordinator.share.offsets_admin import (
 from sharestate import messages as m
 
 from cluster.calls.kinds import ActorKind
-from cluster.calls import CoordinatorCall, CoordinatorOp, Failed, Listing
+from cluster.calls import CoordinatorCall, CoordinatorOp, Endpoint, Failed, Listing, ParkedItem
 from cluster.clients.failures import ACTOR_GONE
 from cluster.clients.parked_answers import ParkedAnswers
 from cluster.metadata import CONSUMER_OFFSETS
@@ -74,7 +74,7 @@ class CoordinatorClient:
                 outcome = await self._parked(call)
             else:
                 outcome = await self.router.call_leader(
-                    CONSUMER_OFFSETS, call.partition, "execute_packed", call.item, _not_coordinator
+                    CONSUMER_OFFSETS, call.partition, Endpoint.COORDINATOR, call.item, _not_coordinator
                 )
         except NoLeader as exc:
             return Failed(ErrorCode.coordinator_not_available, str(exc))
@@ -88,8 +88,8 @@ class CoordinatorClient:
             ticket, answer = self.parked.expect()
             try:
                 started = await self.router.call_leader(
-                    CONSUMER_OFFSETS, call.partition, "execute_parked",
-                    lambda epoch: (self.parked.channel_id, ticket, call.item(epoch)), _not_coordinator,
+                    CONSUMER_OFFSETS, call.partition, Endpoint.COORDINATOR_PARKED,
+                    lambda epoch: ParkedItem(self.parked.channel_id, ticket, call.item(epoch)), _not_coordinator,
                 )
                 if isinstance(started, Failed):
                     return started

@@ -23,7 +23,7 @@ from typing import Any
 import ray
 from kio.schema.errors import ErrorCode
 
-from cluster.calls import FetchPartition, LogEnd, PartitionOp, ShareFetchSpec, SharePartitionCall
+from cluster.calls import Endpoint, FetchPartition, LogEnd, ShareFetchSpec, SharePartitionCall
 from cluster.clients.failures import answer_or_none
 from cluster.partition import FetchOutcome, ProduceOutcome
 from cluster.clients.routing import NoLeader
@@ -47,7 +47,7 @@ class PartitionLeaderClient:
             return await self.router.call_leader(
                 topic,
                 partition,
-                PartitionOp.PRODUCE.value,
+                Endpoint.PRODUCE,
                 lambda epoch: (topic, partition, epoch, records),
                 lambda outcome: outcome.error_code == ErrorCode.not_leader_or_follower,
             )
@@ -61,7 +61,7 @@ class PartitionLeaderClient:
             error, offset, ts, epoch = await self.router.call_leader(
                 topic,
                 partition,
-                PartitionOp.LIST_OFFSETS.value,
+                Endpoint.LIST_OFFSETS,
                 lambda routed: (topic, partition, routed, client_epoch, timestamp),
                 lambda r: r[0] == ErrorCode.not_leader_or_follower.value,
             )

@@ -19,17 +19,9 @@ from kio.schema.errors import ErrorCode
 from coordinator.hashing import share_state_partition
 from sharestate import messages as m
 
-from cluster.calls import Failed
+from cluster.calls import CoordinatorItem, Endpoint, Failed, ShareStateOp
 from cluster.metadata import SHARE_GROUP_STATE
 from cluster.clients.routing import NoLeader, Router
-
-_RESPONSES: dict[str, type] = {
-    "initialize": m.InitializeShareGroupStateResponse,
-    "read": m.ReadShareGroupStateResponse,
-    "write": m.WriteShareGroupStateResponse,
-    "delete": m.DeleteShareGroupStateResponse,
-    "summary": m.ReadShareGroupStateSummaryResponse,
-}
 
 # The coordinator is moving or loading: worth asking again (Kafka's persister retries these).
 RETRIABLE = frozenset(
@@ -48,21 +40,21 @@ class Persister:
         return share_state_partition(group_id, topic_id, partition, self.num_partitions)
 
     async def initialize(self, request: m.InitializeShareGroupStateRequest) -> m.InitializeShareGroupStateResponse:
-        return await self.call("initialize", request)
+        return await self.call(ShareStateOp.INITIALIZE, request)
 
     async def read(self, request: m.ReadShareGroupStateRequest) -> m.ReadShareGroupStateResponse:
-        return await self.call("read", request)
+        return await self.call(ShareStateOp.READ, request)
 
     async def write(self, request: m.WriteShareGroupStateRequest) -> m.WriteShareGroupStateResponse:
-        return await self.call("write", request)
+        return await self.call(ShareStateOp.WRITE, request)
 
     async def delete(self, request: m.DeleteShareGroupStateRequest) -> m.DeleteShareGroupStateResponse:
-        return await self.call("delete", request)
+        return await self.call(ShareStateOp.DELETE, request)
 
     async def summary(self, request: m.ReadShareGroupStateSummaryRequest) -> m.ReadShareGroupStateSummaryResponse:
-        return await self.call("summary", request)
+        return await self.call(ShareStateOp.SUMMARY, request)
 
-    async def call(self, op: str, request: Any) -> Any:
+    async def call(self, op: ShareStateOp, request: Any) -> Any:
         """One share-state operation; retriable failures are retried until the timeout."""
         p = self.partition_for(request.group_id, request.topic_id, request.partition)
         loop = asyncio.get_running_loop()
@@ -73,8 +65,8 @@ class Persister:
                 result = await self.router.call_leader(
                     SHARE_GROUP_STATE,
                     p,
-                    "execute",
-                    lambda epoch: (op, p, epoch, request),
+                    Endpoint.SHARE_STATE,
+                    lambda epoch: CoordinatorItem(op, p, epoch, request),
                     lambda r: isinstance(r, Failed) and r.error_code == ErrorCode.not_coordinator,
                 )
             except NoLeader as exc:
@@ -82,7 +74,7 @@ class Persister:
             if not isinstance(result, Failed):
                 return result
             if result.error_code not in RETRIABLE or loop.time() + backoff > deadline:
-                return _RESPONSES[op](result.error_code, result.message or None)
+                return op.response_type(result.error_code, result.message or None)
             await asyncio.sleep(backoff)
             await self.router.refresh()
             backoff = min(backoff * 2, 1.0)

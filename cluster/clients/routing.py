@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from cluster.calls import Endpoint
 from cluster.clients.batchers import ActorBatcher, batcher_for
 from cluster.clients.controller import ControllerClient
 from cluster.clients.failures import ACTOR_GONE
@@ -33,7 +34,7 @@ class Router:
         """controller: the controller actor's handle (None where nothing may pull the map)."""
         self.controller = ControllerClient(controller)
         self.leadership = leadership
-        self._batchers: dict[tuple[str, str], ActorBatcher] = {}
+        self._batchers: dict[tuple[str, Endpoint], ActorBatcher] = {}
         self._refresh: asyncio.Future | None = None
         self.refreshes = 0
 
@@ -68,22 +69,22 @@ class Router:
     def handle(self, actor: str) -> Any:
         return self.leadership.handles.get(actor)
 
-    def call(self, actor: str, method: str, item: Any) -> asyncio.Future:
-        batcher = self._batchers.get((actor, method))
+    def call(self, actor: str, endpoint: Endpoint, item: Any) -> asyncio.Future:
+        batcher = self._batchers.get((actor, endpoint))
         if batcher is None:
             handle = self.handle(actor)
             if handle is None:
                 future = asyncio.get_running_loop().create_future()
                 future.set_exception(NoLeader(f"{actor} is not live"))
                 return future
-            batcher = self._batchers[(actor, method)] = batcher_for(handle, method)
+            batcher = self._batchers[(actor, endpoint)] = batcher_for(handle, endpoint)
         return batcher.call(item)
 
     async def call_leader(
         self,
         topic: str,
         partition: int,
-        method: str,
+        endpoint: Endpoint,
         make_item: Callable[[int], Any],
         not_leader: Callable[[Any], bool],
     ) -> Any:
@@ -97,7 +98,7 @@ class Router:
                 raise NoLeader(f"no leader for {topic}-{partition}")
             actor, epoch = route
             try:
-                result = await self.call(actor, method, make_item(epoch))
+                result = await self.call(actor, endpoint, make_item(epoch))
             except (NoLeader, *ACTOR_GONE):
                 await self.refresh()
                 continue

@@ -12,8 +12,7 @@ from ray.exceptions import RayActorError
 
 from sharestate.state_batches import AcknowledgementBatch, AcquiredRecords
 
-from cluster.actors.partition_leader import PartitionLeaderActor
-from cluster.calls import FetchPartition, PartitionOp, ShareFetchSpec, SharePartitionCall
+from cluster.calls import FetchPartition, ShareFetchSpec, SharePartitionCall
 from cluster.clients.partition_leader import PartitionLeaderClient
 from cluster.partition import FetchOutcome
 from cluster.share.requests import ShareOutcome
@@ -45,10 +44,6 @@ class FakeRouter:
     async def refresh(self):
         self.refreshes += 1
 
-
-def test_every_partition_leader_operation_is_a_method_of_the_actor():
-    actor_class = PartitionLeaderActor.__ray_actor_class__
-    assert all(callable(getattr(actor_class, op.value, None)) for op in PartitionOp)
 
 
 # -- Fetch ---------------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ codes per item, and an operation's own failure still fails the call."""
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -12,7 +13,7 @@ from kernel.result import Result
 
 from cluster.calls.kinds import ActorKind
 from cluster.actors.coordinator_host import CoordinatorHost
-from cluster.calls import Failed
+from cluster.calls import CoordinatorItem, Failed
 from cluster.config import Config
 from cluster.metadata import CODEC
 
@@ -36,7 +37,12 @@ class EchoShard:
         return Result(response=f"{request}!")
 
 
-OPS = {"echo": "echo"}
+# An operation as the actors see one: what it runs on the shard (cluster/calls/operations.py).
+ECHO = SimpleNamespace(run=EchoShard.echo)
+
+
+def echo(partition, epoch, request):
+    return CoordinatorItem(ECHO, partition, epoch, request)
 
 
 def test_execute_all_answers_in_order_and_maps_runtime_errors(tmp_path):
@@ -44,8 +50,8 @@ def test_execute_all_answers_in_order_and_maps_runtime_errors(tmp_path):
         host = CoordinatorHost("gc-0", ActorKind.GROUP_COORDINATOR, CODEC, EchoShard, Config(), tmp_path)
         await host.load([(TOPIC, 0, 1)])
         tasks_before = len(asyncio.all_tasks())
-        call = asyncio.ensure_future(host.execute_all(TOPIC, OPS, [
-            ("echo", 0, 1, "a"), ("echo", 1, 1, "nowhere"), ("echo", 0, 7, "stale"), ("echo", 0, 1, "b")]))
+        call = asyncio.ensure_future(host.execute_all(TOPIC, [
+            echo(0, 1, "a"), echo(1, 1, "nowhere"), echo(0, 7, "stale"), echo(0, 1, "b")]))
         await asyncio.sleep(0)
         assert len(asyncio.all_tasks()) - tasks_before <= 2  # the call and the partition's drain, not one per item
         outcomes = await call
@@ -54,8 +60,8 @@ def test_execute_all_answers_in_order_and_maps_runtime_errors(tmp_path):
         assert isinstance(outcomes[2], Failed) and outcomes[2].error_code == ErrorCode.not_coordinator
         assert host.runtime.shard((TOPIC, 0)).seen == ["a", "b"]
         with pytest.raises(ValueError):
-            await host.execute_all(TOPIC, OPS, [("echo", 0, 1, "c"), ("echo", 0, 1, "boom")])
-        assert await host.execute(TOPIC, OPS, ("echo", 3, 1, "x")) == Failed(
+            await host.execute_all(TOPIC, [echo(0, 1, "c"), echo(0, 1, "boom")])
+        assert await host.execute(TOPIC, echo(3, 1, "x")) == Failed(
             ErrorCode.not_coordinator, "not the coordinator of __consumer_offsets-3 at epoch 1")
         await host.shutdown()
 

@@ -1,6 +1,6 @@
-"""Group coordinator batches cross Ray packed (cluster/calls/: PACKED_METHODS): one pickle for the
+"""Group coordinator batches cross Ray packed (Endpoint.COORDINATOR.packed): one pickle for the
 items and one for the answers, the same values on either side; what pickle refuses travels as a
-list, as Ray would have sent it; other methods are not packed. At most two packed calls per actor
+list, as Ray would have sent it; other endpoints are not packed. At most two packed calls per actor
 are under way; what comes meanwhile goes in one call."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from types import SimpleNamespace
 from kio.schema.errors import ErrorCode
 
 from coordinator.classic.messages import CommitPartition, HeartbeatRequest, HeartbeatResponse, OffsetCommitRequest
-from cluster.calls import Failed
-from cluster.calls import pack, unpack
+from cluster.calls import CoordinatorItem, Endpoint, Failed, pack, unpack
+from cluster.calls import CoordinatorOp as Op
 from cluster.clients.batchers import ActorBatcher, PackedBatcher, batcher_for
 
 
@@ -24,7 +24,6 @@ class FakeHandle:
     def __init__(self, answer) -> None:
         self.sent: list = []
         remote = lambda arg: self._answer(arg)  # noqa: E731
-        self.execute_packed = SimpleNamespace(remote=remote)
         self.execute = SimpleNamespace(remote=remote)
         self._make = answer
 
@@ -35,8 +34,8 @@ class FakeHandle:
 
 
 ITEMS = [
-    ("heartbeat", 3, 7, HeartbeatRequest("g", 5, "m-1", None)),
-    ("commit", 3, 7, OffsetCommitRequest("g", 5, "m-1", None, (("t", (CommitPartition(0, 42, -1, None),)),))),
+    CoordinatorItem(Op.HEARTBEAT, 3, 7, HeartbeatRequest("g", 5, "m-1", None)),
+    CoordinatorItem(Op.COMMIT, 3, 7, OffsetCommitRequest("g", 5, "m-1", None, (("t", (CommitPartition(0, 42, -1, None),)),))),
 ]
 ANSWERS = [HeartbeatResponse(ErrorCode.none), Failed(ErrorCode.not_coordinator, "moved")]
 
@@ -44,21 +43,22 @@ ANSWERS = [HeartbeatResponse(ErrorCode.none), Failed(ErrorCode.not_coordinator, 
 def test_pack_round_trips_and_falls_back_to_the_list_for_what_pickle_refuses():
     packed = pack(ITEMS)
     assert type(packed) is bytes and unpack(packed) == ITEMS
-    odd = [("heartbeat", 1, 1, lambda: None)]
+    odd = [CoordinatorItem(Op.HEARTBEAT, 1, 1, lambda: None)]
     assert pack(odd) is odd and unpack(odd) is odd
 
 
-def test_only_the_packed_methods_get_a_packed_batcher():
+def test_only_the_packed_endpoints_get_a_packed_batcher():
     handle = FakeHandle(lambda arg: arg)
-    assert type(batcher_for(handle, "execute_packed")) is PackedBatcher
-    assert type(batcher_for(handle, "execute")) is ActorBatcher
+    assert type(batcher_for(handle, Endpoint.COORDINATOR)) is PackedBatcher
+    assert type(batcher_for(handle, Endpoint.SHARE_STATE)) is ActorBatcher
+    assert [e for e in Endpoint if e.packed] == [Endpoint.COORDINATOR]
 
 
 def test_a_packed_batch_sends_one_pickle_and_answers_each_caller_in_order():
     handle = FakeHandle(lambda arg: pickle.dumps(ANSWERS))
 
     async def main():
-        batcher = batcher_for(handle, "execute_packed")
+        batcher = batcher_for(handle, Endpoint.COORDINATOR)
         return await asyncio.gather(*(batcher.call(item) for item in ITEMS))
 
     assert asyncio.run(main()) == ANSWERS
@@ -68,10 +68,10 @@ def test_a_packed_batch_sends_one_pickle_and_answers_each_caller_in_order():
 
 def test_an_unpicklable_batch_goes_as_a_list_and_a_list_answer_is_taken_as_is():
     handle = FakeHandle(lambda arg: ["ok"] * len(unpack(arg)))
-    odd = ("heartbeat", 1, 1, lambda: None)
+    odd = CoordinatorItem(Op.HEARTBEAT, 1, 1, lambda: None)
 
     async def main():
-        batcher = batcher_for(handle, "execute_packed")
+        batcher = batcher_for(handle, Endpoint.COORDINATOR)
         return await asyncio.gather(batcher.call(odd), batcher.call(ITEMS[0]))
 
     assert asyncio.run(main()) == ["ok", "ok"]
@@ -85,19 +85,19 @@ def test_a_failed_packed_call_fails_every_caller():
     handle = FakeHandle(boom)
 
     async def main():
-        batcher = batcher_for(handle, "execute_packed")
+        batcher = batcher_for(handle, Endpoint.COORDINATOR)
         return await asyncio.gather(*(batcher.call(item) for item in ITEMS), return_exceptions=True)
 
     assert all(isinstance(outcome, RuntimeError) for outcome in asyncio.run(main()))
 
 
 class GatedHandle:
-    """execute_packed calls that answer when the test says (one gate per call, in call order)."""
+    """Packed execute calls that answer when the test says (one gate per call, in call order)."""
 
     def __init__(self) -> None:
         self.calls: list[list] = []
         self.gates: list[asyncio.Future] = []
-        self.execute_packed = SimpleNamespace(remote=self._remote)
+        self.execute = SimpleNamespace(remote=self._remote)
 
     def _remote(self, arg):
         items = unpack(arg)
@@ -115,7 +115,7 @@ class GatedHandle:
 def test_at_most_two_packed_calls_are_under_way_and_the_rest_waits_to_go_in_one():
     async def main():
         handle = GatedHandle()
-        batcher = batcher_for(handle, "execute_packed")
+        batcher = batcher_for(handle, Endpoint.COORDINATOR)
         first = batcher.call(1)
         await asyncio.sleep(0)
         second = batcher.call(2)

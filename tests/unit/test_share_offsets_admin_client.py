@@ -18,25 +18,17 @@ from tests.unit.share.context import BAR, FOO, ShareContext, topic
 
 NONE = ErrorCode.none
 
-METHODS = {
-    Op.SHARE_OFFSETS_ALTER: "alter_share_group_offsets",
-    Op.SHARE_OFFSETS_INITIALIZED: "share_offsets_initialized",
-    Op.SHARE_OFFSETS_DELETE: "share_offsets_delete_initiate",
-    Op.SHARE_OFFSETS_DELETE_COMPLETE: "share_offsets_delete_complete",
-}
-
-
 class ShardRouter:
     """call_leader runs the operation on the context's shard, as the actor would."""
 
     def __init__(self, ctx: ShareContext) -> None:
         self.ctx = ctx
-        self.ops: list[str] = []
+        self.ops: list[Op] = []
 
-    async def call_leader(self, topic, partition, method, make_item, not_leader):
-        op, _p, _epoch, request = make_item(1)
-        self.ops.append(op)
-        return self.ctx.run(getattr(self.ctx.shard, METHODS[Op(op)])(request))
+    async def call_leader(self, topic, partition, endpoint, make_item, not_leader):
+        item = make_item(1)
+        self.ops.append(item.op)
+        return self.ctx.run(item.op.run(self.ctx.shard, item.request, None))
 
 
 class Persister:
@@ -72,7 +64,7 @@ def test_alter_initializes_the_new_start_offsets_and_records_them_and_reports_fa
     ctx, router, client = setup(persister)
     epoch = ctx.group().group_epoch
     outcome = asyncio.run(client.alter_share_group_offsets(AlterShareOffsetsRequest("g", (("foo", ((0, 3), (1, 4))),))))
-    assert router.ops == ["share_offsets_alter", "share_offsets_initialized"]
+    assert router.ops == [Op.SHARE_OFFSETS_ALTER, Op.SHARE_OFFSETS_INITIALIZED]
     assert persister.calls == [("initialize", FOO, 0, epoch, 3), ("initialize", FOO, 1, epoch, 4)]
     (t,) = outcome.topics
     assert [(p.partition, p.error_code) for p in t.partitions] == [(0, NONE), (1, ErrorCode.coordinator_not_available)]
@@ -87,7 +79,7 @@ def test_alter_of_a_live_group_asks_nothing_of_the_persister():
     ctx.join("m2", ["foo"])
     outcome = asyncio.run(client.alter_share_group_offsets(AlterShareOffsetsRequest("g", (("foo", ((0, 3),)),))))
     assert outcome.error_code == ErrorCode.non_empty_group
-    assert persister.calls == [] and router.ops == ["share_offsets_alter"]
+    assert persister.calls == [] and router.ops == [Op.SHARE_OFFSETS_ALTER]
 
 
 def test_delete_deletes_each_topics_state_and_a_topic_that_failed_stays_deleting():
@@ -96,7 +88,7 @@ def test_delete_deletes_each_topics_state_and_a_topic_that_failed_stays_deleting
     first, answered = asyncio.run(client.delete_share_group_offsets(DeleteShareOffsetsRequest("g", ("foo", "bar"))))
     assert first.error_code == NONE
     assert sorted(persister.calls) == sorted([("delete", FOO, 0), ("delete", FOO, 1), ("delete", BAR, 0)])
-    assert router.ops == ["share_offsets_delete", "share_offsets_delete_complete"]
+    assert router.ops == [Op.SHARE_OFFSETS_DELETE, Op.SHARE_OFFSETS_DELETE_COMPLETE]
     assert set(answered) == {
         DeletedShareTopic("foo", FOO, NONE),
         DeletedShareTopic("bar", BAR, ErrorCode.coordinator_not_available, "moving"),

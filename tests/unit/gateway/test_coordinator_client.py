@@ -13,6 +13,7 @@ from coordinator.classic.messages import DeletedGroup, ListedGroup
 from coordinator.share.messages import ShareStateDelete, ShareStateDeletion
 from sharestate import messages as m
 
+from cluster.calls import CoordinatorItem, Endpoint, ParkedItem
 from cluster.calls import CoordinatorOp as Op
 from cluster.calls import Failed
 from cluster.clients.coordinator import CoordinatorClient
@@ -30,16 +31,17 @@ class FakeRouter:
         self.log: list[tuple] = []
         self.leadership = SimpleNamespace(handles=handles or {})
 
-    async def call_leader(self, topic, partition, method, make_item, not_leader):
+    async def call_leader(self, topic, partition, endpoint, make_item, not_leader):
         assert topic == CONSUMER_OFFSETS
         item = make_item(7)
-        if method == "execute_parked":  # answered on the channel (FakeChannelHandle), started here
-            _channel, ticket, item = item
-        op, p, epoch, request = item
-        assert (p, epoch) == (partition, 7) and isinstance(op, str) and not isinstance(op, Op)
-        self.log.append((method, op, partition, request))
+        if endpoint is Endpoint.COORDINATOR_PARKED:  # answered on the channel (FakeChannelHandle), started here
+            assert isinstance(item, ParkedItem)
+            ticket, item = item.ticket, item.item
+        assert isinstance(item, CoordinatorItem) and (item.partition, item.epoch) == (partition, 7)
+        op, request = item.op, item.request
+        self.log.append((endpoint, op, partition, request))
         outcome = self.coordinator(op, partition, request)
-        if method != "execute_parked" or isinstance(outcome, Failed):
+        if endpoint is not Endpoint.COORDINATOR_PARKED or isinstance(outcome, Failed):
             return outcome
         self.parked_handle.owed.append((ticket, outcome))
         return ("group-coordinator-0", "incarnation-1")
@@ -90,14 +92,14 @@ def groups_table(share_groups=("s",), state="Empty"):
     classic group "c"; it answers DeleteGroups for everything it is asked."""
 
     def coordinator(op, partition, request):
-        if op == "share_delete_prepare":
+        if op is Op.SHARE_DELETE_PREPARE:
             return [
                 ShareStateDeletion(g, ErrorCode.none, tuple(ShareStateDelete(g, TOPIC_ID, p) for p in (0, 1)))
                 if g in share_groups and state == "Empty"
                 else ShareStateDeletion(g, ErrorCode.non_empty_group if g in share_groups else ErrorCode.none)
                 for g in request
             ]
-        if op == "delete":
+        if op is Op.DELETE:
             return [DeletedGroup(g, ErrorCode.none) for g in request]
         raise AssertionError(op)
 
@@ -111,7 +113,7 @@ def test_delete_groups_deletes_a_share_groups_state_before_the_group():
     result = asyncio.run(client.delete_groups(["s", "c"]))
     assert result == {"s": DeletedGroup("s", ErrorCode.none), "c": DeletedGroup("c", ErrorCode.none)}
     steps = [entry[1] if entry[0] != "persister.delete" else "persister.delete" for entry in log]
-    assert steps == ["share_delete_prepare", "persister.delete", "persister.delete", "delete"]
+    assert steps == [Op.SHARE_DELETE_PREPARE, "persister.delete", "persister.delete", Op.DELETE]
     assert log[-1][3] == ("s", "c")
 
 
@@ -121,7 +123,7 @@ def test_a_share_group_whose_state_could_not_be_deleted_stays_and_answers_the_er
     result = asyncio.run(client.delete_groups(["s", "c"]))
     assert result["s"] == Failed(ErrorCode.coordinator_not_available, "disk full")
     assert result["c"] == DeletedGroup("c", ErrorCode.none)
-    deletes = [entry for entry in router.log if entry[1] == "delete"]
+    deletes = [entry for entry in router.log if entry[1] is Op.DELETE]
     assert [entry[3] for entry in deletes] == [("c",)]  # the share group was not deleted
 
 
@@ -129,7 +131,7 @@ def test_a_share_group_with_members_keeps_its_state_and_the_coordinator_refuses_
     persister = FakePersister()
 
     def coordinator(op, partition, request):
-        if op == "delete":
+        if op is Op.DELETE:
             return [DeletedGroup(g, ErrorCode.non_empty_group) for g in request]
         return groups_table(state="Stable")(op, partition, request)
 
@@ -171,7 +173,7 @@ def test_a_call_that_finds_no_coordinator_or_an_error_answers_failed():
 
 
 def test_join_and_sync_are_answered_on_the_parked_channel_the_rest_as_batches():
-    router = FakeRouter(lambda op, *_: f"{op} ok")
+    router = FakeRouter(lambda op, *_: f"{op.name} ok")
 
     async def run():
         client = CoordinatorClient(router, 50)
@@ -179,8 +181,9 @@ def test_join_and_sync_are_answered_on_the_parked_channel_the_rest_as_batches():
         client.parked.close()
         return outcomes
 
-    assert asyncio.run(run()) == ["join ok", "sync ok", "heartbeat ok", "commit ok"]
-    assert [entry[0] for entry in router.log] == ["execute_parked", "execute_parked", "execute_packed", "execute_packed"]
+    assert asyncio.run(run()) == ["JOIN ok", "SYNC ok", "HEARTBEAT ok", "COMMIT ok"]
+    P, B = Endpoint.COORDINATOR_PARKED, Endpoint.COORDINATOR
+    assert [entry[0] for entry in router.log] == [P, P, B, B]
 
 
 class Handle:

@@ -30,7 +30,6 @@ from ray.core.generated.common_pb2 import ActorDiedErrorContext
 from ray.exceptions import ActorDiedError, ActorUnavailableError
 
 from cluster.calls import Failed
-from cluster.actors.group_coordinator import OPERATIONS
 from cluster.clients.controller import ControllerClient
 from cluster.clients.coordinator import CoordinatorClient
 from cluster.clients.partition_leader import PartitionLeaderClient
@@ -283,14 +282,15 @@ class Router:
         self.ctx, self.coordinator, self.share_state = ctx, coordinator, share_state
 
     async def call_leader(self, topic: str, partition: int, method: str, make_item: Any, not_leader: Any) -> Any:
-        op, _p, _epoch, req = make_item(1)
+        item = make_item(1)
+        op, req = item.op, item.request
         failure = self.coordinator if topic == CONSUMER_OFFSETS else self.share_state
         if isinstance(failure, Exception):
             raise failure
         if failure is not None:
             return failure
         assert topic == CONSUMER_OFFSETS, (topic, op)
-        return self.ctx.run(getattr(self.ctx.shard, OPERATIONS[op])(req))
+        return self.ctx.run(op.run(self.ctx.shard, req, None))
 
     async def refresh(self) -> None:
         pass

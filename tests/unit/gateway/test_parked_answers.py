@@ -12,9 +12,8 @@ import pytest
 from kio.schema.errors import ErrorCode
 from ray.exceptions import RayActorError
 
-from cluster.calls import Failed
 from cluster.calls import CoordinatorOp as Op
-from cluster.calls import Failed
+from cluster.calls import Endpoint, Failed
 from cluster.clients.coordinator import CoordinatorClient
 from cluster.clients.parked_answers import ParkedAnswers
 
@@ -135,9 +134,9 @@ class ClientRouter(Router):
         self.starts = list(starts)
         self.started: list[int] = []
 
-    async def call_leader(self, topic, partition, method, make_item, not_leader):
-        assert method == "execute_parked"
-        _channel, ticket, _item = make_item(1)
+    async def call_leader(self, topic, partition, endpoint, make_item, not_leader):
+        assert endpoint is Endpoint.COORDINATOR_PARKED
+        ticket = make_item(1).ticket
         self.started.append(ticket)
         start = self.starts.pop(0)
         return start(ticket) if callable(start) else start

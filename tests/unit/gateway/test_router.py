@@ -9,6 +9,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 from ray.exceptions import RayActorError
 
+from cluster.calls import Endpoint
 from cluster.leadership import Leadership
 from cluster.clients.routing import NoLeader, Router
 
@@ -57,7 +58,7 @@ def test_calls_to_one_actor_in_one_tick_travel_in_one_ray_call():
 
     async def main():
         return await asyncio.gather(*(
-            router.call_leader("t", p, "produce", lambda epoch, p=p: ("t", p, epoch, "x"), lambda r: False)
+            router.call_leader("t", p, Endpoint.PRODUCE, lambda epoch, p=p: ("t", p, epoch, "x"), lambda r: False)
             for p in (0, 1, 0)
         ))
 
@@ -71,7 +72,7 @@ def test_a_leader_that_no_longer_leads_refreshes_the_map_and_the_call_is_retried
     moved = leadership(2, {("t", 0): ("b", 4)}, {"a": old, "b": new})
     router = Router(Controller([moved]), leadership(1, {("t", 0): ("a", 3)}, {"a": old}))
     answer = asyncio.run(
-        router.call_leader("t", 0, "produce", lambda epoch: ("t", 0, epoch, "x"), lambda r: r == "not leader")
+        router.call_leader("t", 0, Endpoint.PRODUCE, lambda epoch: ("t", 0, epoch, "x"), lambda r: r == "not leader")
     )
     assert answer == "t-0@4:x" and router.refreshes == 1
 
@@ -83,17 +84,17 @@ def test_a_dead_actor_refreshes_the_map_and_no_leader_after_that_raises_no_leade
     gone = Actor(dead)
     router = Router(Controller([leadership(2, {}, {})] * 2), leadership(1, {("t", 0): ("a", 3)}, {"a": gone}))
     with pytest.raises(NoLeader):
-        asyncio.run(router.call_leader("t", 0, "produce", lambda epoch: ("t", 0, epoch, "x"), lambda r: False))
+        asyncio.run(router.call_leader("t", 0, Endpoint.PRODUCE, lambda epoch: ("t", 0, epoch, "x"), lambda r: False))
 
 
 def test_an_older_map_never_replaces_a_newer_one_and_replaced_actors_lose_their_batchers():
     a1, a2 = Actor(echo), Actor(echo)
     router = Router(None, leadership(5, {("t", 0): ("a", 1)}, {"a": a1}))
-    asyncio.run(router.call_leader("t", 0, "produce", lambda e: ("t", 0, e, "x"), lambda r: False))
+    asyncio.run(router.call_leader("t", 0, Endpoint.PRODUCE, lambda e: ("t", 0, e, "x"), lambda r: False))
     router.update(leadership(4, {}, {}))
     assert router.leader("t", 0) == ("a", 1)
     router.update(leadership(6, {("t", 0): ("a", 2)}, {"a": a2}))
-    asyncio.run(router.call_leader("t", 0, "produce", lambda e: ("t", 0, e, "x"), lambda r: False))
+    asyncio.run(router.call_leader("t", 0, Endpoint.PRODUCE, lambda e: ("t", 0, e, "x"), lambda r: False))
     assert len(a1.produce.batches) == 1 and len(a2.produce.batches) == 1
 
 
@@ -101,5 +102,5 @@ def test_a_not_leader_answer_stands_when_the_map_has_not_changed():
     actor = Actor(lambda items: [ErrorCode.not_leader_or_follower for _ in items])
     same = leadership(1, {("t", 0): ("a", 3)}, {"a": actor})
     router = Router(Controller([same]), same)
-    answer = asyncio.run(router.call_leader("t", 0, "produce", lambda e: ("t", 0, e, "x"), lambda r: r != "ok"))
+    answer = asyncio.run(router.call_leader("t", 0, Endpoint.PRODUCE, lambda e: ("t", 0, e, "x"), lambda r: r != "ok"))
     assert answer == ErrorCode.not_leader_or_follower and len(actor.produce.batches) == 1

@@ -1,0 +1,38 @@
+"""What the clients answer besides an operation's own response: a call that failed, and the
+answers of calls that gather several actors' or read a partition's end."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kernel.message import message
+
+
+@message
+class Failed:
+    """The call did not reach a coordinator that ran it (moving, loading, dead, storage failed):
+    what the coordinator answers for an operation it could not run, and what the client answers
+    for a call that found no coordinator. The gateway answers the API's error response."""
+
+    error_code: ErrorCode
+    message: str = ""
+
+
+@message
+class Listing:
+    """ListGroups over every coordinator: the groups, or the error that makes the answer partial."""
+
+    error_code: ErrorCode
+    groups: tuple[Any, ...] = ()
+
+
+@message
+class LogEnd:
+    """ListOffsets of one partition: (error, offset, timestamp, leader epoch)."""
+
+    error_code: ErrorCode
+    offset: int = -1
+    timestamp: int = -1
+    leader_epoch: int = -1
