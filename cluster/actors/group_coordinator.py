@@ -40,7 +40,7 @@ from cluster.metrics import registry as metrics_registry
 from cluster.clients.persister import Persister
 from cluster.clients.routing import Router
 from cluster.runtime import LoadInProgress, NotCoordinator
-from cluster.share_group_state import ShareGroupState
+from cluster.services.share_group_state import ShareGroupState
 
 def group_coordinator_config(config: Config) -> GroupCoordinatorConfig:
     return GroupCoordinatorConfig(

@@ -3,33 +3,19 @@
 A group lives on partition abs(javaHash(group id)) % partitions. A call goes to the actor leading
 that partition; the router retries once on a stale map (NOT_COORDINATOR, a dead actor), after
 which the client hands Kafka's retriable error back for the Kafka client to retry. Calls naming
-several groups are split per partition, sent in parallel and merged.
+several groups are split per partition, sent in parallel and merged. The flows that take several
+calls (DeleteGroups with share state, the share offsets APIs) are cluster/services/.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import logging
 from collections.abc import Iterable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from coordinator.hashing import group_partition
-from coordinator.share.messages import ShareStateInitResult
-from coordinator.share.offsets_admin import (
-    AlteredPartition,
-    AlteredTopic,
-    AlterShareOffsetsOutcome,
-    AlterShareOffsetsRequest,
-    CompleteShareOffsetsDelete,
-    DeletedShareTopic,
-    DeleteShareOffsetsOutcome,
-    DeleteShareOffsetsRequest,
-    ShareOffsetsInitialized,
-)
-from sharestate import messages as m
 
 from cluster.calls.kinds import ActorKind
 from cluster.calls import CoordinatorCall, CoordinatorOp, Endpoint, Failed, Listing, ParkedItem
@@ -38,7 +24,6 @@ from cluster.clients.parked_answers import ParkedAnswers
 from cluster.metadata import CONSUMER_OFFSETS
 from cluster.clients.routing import NoLeader
 
-log = logging.getLogger(__name__)
 
 _REMEMBERED_GROUPS = 100_000  # ids whose partition is kept (a few MB at most)
 # A dead actor as a parked answer reports it; not CancelledError, which is the caller's own.
@@ -50,10 +35,9 @@ def _not_coordinator(outcome: Any) -> bool:
 
 
 class CoordinatorClient:
-    def __init__(self, router: Any, num_partitions: int, persister: Any = None) -> None:
+    def __init__(self, router: Any, num_partitions: int) -> None:
         self.router = router
         self.num_partitions = num_partitions
-        self.persister = persister
         self._partitions: dict[str, int] = {}
         self.parked = ParkedAnswers(router)
 
@@ -147,109 +131,3 @@ class CoordinatorClient:
                 return Listing(actor_error.error_code)
             groups += listed
         return Listing(ErrorCode.none, tuple(sorted(groups, key=lambda g: g.group_id)))
-
-    async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, Any]:
-        """DeleteGroups, share state first (Kafka's GroupCoordinatorService.deleteShareGroups): the
-        share state of every Empty share group named is deleted through the persister, and a group
-        whose state could not be deleted is kept and answers that error; the others are deleted.
-        A share group left with state would refuse a new group of its id (FENCED_STATE_EPOCH)."""
-        ids = list(dict.fromkeys(group_ids))
-        kept: dict[str, Any] = {}
-        if self.persister is not None:
-            kept = await self._delete_share_state(ids)
-        deleted = await self.per_group(CoordinatorOp.DELETE, [g for g in ids if g not in kept])
-        return {g: kept.get(g) or deleted[g] for g in ids}
-
-    async def _delete_share_state(self, group_ids: list[str]) -> dict[str, Failed]:
-        """DeleteGroups' first two steps for share groups (coordinator/share/deletion.py): the
-        coordinator checks Empty and moves the share partitions to deleting in one operation, then
-        their share state is deleted. Returns the groups that must stay, with the error."""
-        prepared = await self.per_group(CoordinatorOp.SHARE_DELETE_PREPARE, group_ids)
-
-        async def delete_state(group_id: str, step: Any) -> Failed | None:
-            if isinstance(step, Failed):
-                return step  # the coordinator cannot be asked now: neither can it delete
-            if step.error_code != ErrorCode.none:
-                return None  # not Empty: the group delete checks again and answers GROUP_NOT_EMPTY
-            answers = await asyncio.gather(
-                *(self.persister.delete(m.DeleteShareGroupStateRequest(d.group_id, d.topic_id, d.partition)) for d in step.deletes)
-            )
-            errors = [a for a in answers if a.error_code != ErrorCode.none]
-            if errors:
-                log.warning("share state of %s not deleted (%d partitions): %s", group_id, len(errors), errors[0])
-                return Failed(errors[0].error_code, errors[0].error_message or "")
-            return None
-
-        results = await asyncio.gather(*(delete_state(g, prepared[g]) for g in group_ids))
-        return {g: r for g, r in zip(group_ids, results) if r is not None}
-
-    # -- AlterShareGroupOffsets / DeleteShareGroupOffsets (coordinator/share/offsets_admin.py) ---------
-
-    async def alter_share_group_offsets(self, req: AlterShareOffsetsRequest) -> AlterShareOffsetsOutcome | Failed:
-        """Kafka's alterShareGroupOffsets then persisterInitialize: the coordinator checks the group
-        is Empty and records the partitions initializing; their share state is initialized with the
-        new start offsets; the answers are recorded (initialized) and a partition whose
-        initialization failed answers that error."""
-        outcome = await self.group(CoordinatorOp.SHARE_OFFSETS_ALTER, req.group_id, req)
-        if isinstance(outcome, Failed) or outcome.error_code != ErrorCode.none or not outcome.initialize:
-            return outcome
-        answers = await asyncio.gather(
-            *(
-                self.persister.initialize(
-                    m.InitializeShareGroupStateRequest(i.group_id, i.topic_id, i.partition, i.state_epoch, i.start_offset)
-                )
-                for i in outcome.initialize
-            )
-        )
-        results = tuple(ShareStateInitResult(i.topic_id, i.partition, a.error_code) for i, a in zip(outcome.initialize, answers))
-        recorded = await self.group(
-            CoordinatorOp.SHARE_OFFSETS_INITIALIZED, req.group_id, ShareOffsetsInitialized(req.group_id, results)
-        )
-        if isinstance(recorded, Failed):
-            # The state is initialized; the group still lists the partitions initializing, and its
-            # retry (a later heartbeat) initializes them again. Say so rather than claim success.
-            log.warning("altered share state of %s not recorded: %s", req.group_id, recorded)
-        failed = {(i.topic_id, i.partition): a for i, a in zip(outcome.initialize, answers) if a.error_code != ErrorCode.none}
-        if not failed:
-            return outcome
-        return dataclasses.replace(outcome, topics=tuple(_with_failures(t, failed) for t in outcome.topics))
-
-    async def delete_share_group_offsets(self, req: DeleteShareOffsetsRequest) -> tuple[DeleteShareOffsetsOutcome | Failed, tuple[DeletedShareTopic, ...]]:
-        """Kafka's initiateDeleteShareGroupOffsets, persister deleteState, completeDeleteShareGroupOffsets:
-        (the first step's outcome, every topic's answer). A topic whose state could not be deleted
-        answers the first error among its partitions and stays `deleting` for a retry."""
-        outcome = await self.group(CoordinatorOp.SHARE_OFFSETS_DELETE, req.group_id, req)
-        if isinstance(outcome, Failed) or outcome.error_code != ErrorCode.none:
-            return outcome, ()
-
-        async def delete_topic(deletes: tuple[Any, ...]) -> Any:
-            answers = await asyncio.gather(
-                *(self.persister.delete(m.DeleteShareGroupStateRequest(d.group_id, d.topic_id, d.partition)) for d in deletes)
-            )
-            return next((a for a in answers if a.error_code != ErrorCode.none), None)
-
-        errors = await asyncio.gather(*(delete_topic(deletes) for _, _, deletes in outcome.deletes))
-        answered: list[DeletedShareTopic] = []
-        gone = []
-        for (topic_id, name, _), error in zip(outcome.deletes, errors):
-            if error is None:
-                gone.append((topic_id, name))
-            else:
-                answered.append(DeletedShareTopic(name, topic_id, error.error_code, error.error_message))
-        if gone:
-            completed = await self.group(
-                CoordinatorOp.SHARE_OFFSETS_DELETE_COMPLETE, req.group_id, CompleteShareOffsetsDelete(req.group_id, tuple(gone))
-            )
-            if isinstance(completed, Failed):
-                answered += [DeletedShareTopic(name, tid, completed.error_code, completed.message or None) for tid, name in gone]
-            else:
-                answered += list(completed)
-        return outcome, tuple(answered) + outcome.failed
-
-
-def _with_failures(topic: AlteredTopic, failed: dict[tuple[Any, int], Any]) -> AlteredTopic:
-    parts = []
-    for p in topic.partitions:
-        answer = failed.get((topic.topic_id, p.partition))
-        parts.append(p if answer is None else AlteredPartition(p.partition, answer.error_code, answer.error_message))
-    return dataclasses.replace(topic, partitions=tuple(parts))

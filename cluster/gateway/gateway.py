@@ -24,6 +24,7 @@ from cluster.gateway.share_sessions import ShareSessionCache
 from cluster.clients.persister import Persister
 from cluster.clients.routing import Router
 from cluster.leadership import Leadership
+from cluster.services.group_service import GroupCoordinatorService
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,8 @@ class Gateway:
         self.producer_ids = producer_ids.from_controller(self.controller, self.name)
         self.share_sessions = ShareSessionCache(config["group.share.max.share.sessions"])
         self.persister = Persister(self.router, config["share.coordinator.state.topic.num.partitions"])
-        self.coordinators = CoordinatorClient(self.router, config["offsets.topic.num.partitions"], self.persister)
+        self.coordinators = CoordinatorClient(self.router, config["offsets.topic.num.partitions"])
+        self.groups = GroupCoordinatorService(self.coordinators, self.persister)
         self.partitions = PartitionLeaderClient(self.router)
         self._handlers: dict[int, Callable[[Gateway, Request], Any]] = HANDLERS
         self.super_users = parse_super_users(config["super.users"])

@@ -13,6 +13,7 @@ from sharestate import messages as m
 from cluster.calls import CoordinatorOp as Op
 from cluster.calls import Failed
 from cluster.clients.coordinator import CoordinatorClient
+from cluster.services.group_service import GroupCoordinatorService
 from coordinator.share.offsets_admin import AlterShareOffsetsRequest, DeletedShareTopic, DeleteShareOffsetsRequest
 from tests.unit.share.context import BAR, FOO, ShareContext, topic
 
@@ -56,7 +57,7 @@ def setup(persister: Persister) -> tuple[ShareContext, ShardRouter, CoordinatorC
     ctx.heartbeat("m1", ctx.member("m1").member_epoch)
     ctx.leave("m1")
     router = ShardRouter(ctx)
-    return ctx, router, CoordinatorClient(router, 1, persister)
+    return ctx, router, GroupCoordinatorService(CoordinatorClient(router, 1), persister)
 
 
 def test_alter_initializes_the_new_start_offsets_and_records_them_and_reports_failed_partitions():
@@ -104,6 +105,6 @@ def test_a_coordinator_that_cannot_be_reached_answers_its_error():
 
             raise NoLeader("no leader")
 
-    client = CoordinatorClient(Gone(), 1, Persister())
+    client = GroupCoordinatorService(CoordinatorClient(Gone(), 1), Persister())
     first, answered = asyncio.run(client.delete_share_group_offsets(DeleteShareOffsetsRequest("g", ("foo",))))
     assert isinstance(first, Failed) and first.error_code == ErrorCode.coordinator_not_available and answered == ()

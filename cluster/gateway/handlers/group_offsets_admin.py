@@ -86,7 +86,7 @@ async def alter_share_group_offsets(gw: Any, request: Request) -> Any:
         req = AlterShareOffsetsRequest(
             b.group_id, tuple((t.topic_name, tuple((p.partition_index, p.start_offset) for p in t.partitions)) for t in known)
         )
-        outcome = await gw.coordinators.alter_share_group_offsets(req)
+        outcome = await gw.groups.alter_share_group_offsets(req)
         if isinstance(outcome, Failed):
             return _alter_error(v, outcome.error_code, outcome.message)
         if outcome.error_code != ErrorCode.none:
@@ -124,7 +124,7 @@ async def delete_share_group_offsets(gw: Any, request: Request) -> Any:
         return _delete_error(v, ErrorCode.invalid_group_id, None)
     names = tuple(t.topic_name for t in b.topics)
     await refresh_if_unknown(gw, list(names))
-    first, answered = await gw.coordinators.delete_share_group_offsets(DeleteShareOffsetsRequest(b.group_id, names))
+    first, answered = await gw.groups.delete_share_group_offsets(DeleteShareOffsetsRequest(b.group_id, names))
     if isinstance(first, Failed):
         return _delete_error(v, first.error_code, first.message)
     if first.error_code != ErrorCode.none:

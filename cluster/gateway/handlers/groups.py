@@ -349,6 +349,6 @@ async def list_groups(gw: Any, request: Request) -> Any:
 
 async def delete_groups(gw: Any, request: Request) -> Any:
     b, v = request.body, request.api_version
-    per_group = await gw.coordinators.delete_groups(b.groups_names)
+    per_group = await gw.groups.delete_groups(b.groups_names)
     results = [{"group_id": g, "error_code": per_group[g].error_code} for g in b.groups_names]
     return build_response(ApiKey.DELETE_GROUPS, v, {"results": results})

@@ -20,7 +20,9 @@ def request(api_key: int, version: int, body: dict[str, Any], correlation_id: in
 
 
 class FakeCoordinators:
-    """CoordinatorClient answering from `answers`: op -> outcome, or a function of (group id, request)."""
+    """CoordinatorClient answering from `answers`: op -> outcome, or a function of (group id, request);
+    the fake gateway's GroupCoordinatorService too (the flows' own tests: test_coordinator_client.py's
+    DeleteGroups tests, test_share_offsets_admin_client.py)."""
 
     def __init__(self, answers: dict[CoordinatorOp, Any] | None = None, listing: Listing | None = None) -> None:
         self.answers = answers or {}
@@ -54,12 +56,15 @@ class FakePartitions:
         return LogEnd(ErrorCode.none, self.log_end)
 
 
-def gateway(coordinators: Any = None, partitions: Any = None, leadership: Any = None, **config: Any) -> Any:
+def gateway(coordinators: Any = None, partitions: Any = None, leadership: Any = None, groups: Any = None,
+            **config: Any) -> Any:
     async def refresh() -> Any:
         return None
 
+    coordinators = coordinators or FakeCoordinators()
     return SimpleNamespace(
-        coordinators=coordinators or FakeCoordinators(),
+        coordinators=coordinators,
+        groups=groups or coordinators,
         partitions=partitions or FakePartitions(),
         leadership=leadership or empty_leadership(),
         router=SimpleNamespace(refresh=refresh),

@@ -17,6 +17,7 @@ from cluster.calls import CoordinatorItem, Endpoint, ParkedItem
 from cluster.calls import CoordinatorOp as Op
 from cluster.calls import Failed
 from cluster.clients.coordinator import CoordinatorClient
+from cluster.services.group_service import GroupCoordinatorService
 from cluster.metadata import CONSUMER_OFFSETS
 from cluster.clients.routing import NoLeader
 
@@ -109,7 +110,7 @@ def groups_table(share_groups=("s",), state="Empty"):
 def test_delete_groups_deletes_a_share_groups_state_before_the_group():
     router = FakeRouter(groups_table())
     log = router.log
-    client = CoordinatorClient(router, 1, FakePersister(log=log))
+    client = GroupCoordinatorService(CoordinatorClient(router, 1), FakePersister(log=log))
     result = asyncio.run(client.delete_groups(["s", "c"]))
     assert result == {"s": DeletedGroup("s", ErrorCode.none), "c": DeletedGroup("c", ErrorCode.none)}
     steps = [entry[1] if entry[0] != "persister.delete" else "persister.delete" for entry in log]
@@ -119,7 +120,7 @@ def test_delete_groups_deletes_a_share_groups_state_before_the_group():
 
 def test_a_share_group_whose_state_could_not_be_deleted_stays_and_answers_the_error():
     router = FakeRouter(groups_table())
-    client = CoordinatorClient(router, 1, FakePersister(ErrorCode.coordinator_not_available))
+    client = GroupCoordinatorService(CoordinatorClient(router, 1), FakePersister(ErrorCode.coordinator_not_available))
     result = asyncio.run(client.delete_groups(["s", "c"]))
     assert result["s"] == Failed(ErrorCode.coordinator_not_available, "disk full")
     assert result["c"] == DeletedGroup("c", ErrorCode.none)
@@ -135,7 +136,7 @@ def test_a_share_group_with_members_keeps_its_state_and_the_coordinator_refuses_
             return [DeletedGroup(g, ErrorCode.non_empty_group) for g in request]
         return groups_table(state="Stable")(op, partition, request)
 
-    client = CoordinatorClient(FakeRouter(coordinator), 1, persister)
+    client = GroupCoordinatorService(CoordinatorClient(FakeRouter(coordinator), 1), persister)
     result = asyncio.run(client.delete_groups(["s"]))
     assert result["s"].error_code == ErrorCode.non_empty_group and persister.log == []
 
@@ -144,7 +145,7 @@ def test_delete_groups_while_loading_answers_every_group_the_error():
     def loading(op, partition, request):
         return Failed(ErrorCode.coordinator_load_in_progress, "loading")
 
-    client = CoordinatorClient(FakeRouter(loading), 1, FakePersister())
+    client = GroupCoordinatorService(CoordinatorClient(FakeRouter(loading), 1), FakePersister())
     result = asyncio.run(client.delete_groups(["s", "c"]))
     assert {g: r.error_code for g, r in result.items()} == {
         "s": ErrorCode.coordinator_load_in_progress, "c": ErrorCode.coordinator_load_in_progress}

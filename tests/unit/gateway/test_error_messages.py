@@ -32,6 +32,7 @@ from ray.exceptions import ActorDiedError, ActorUnavailableError
 from cluster.calls import Failed
 from cluster.clients.controller import ControllerClient
 from cluster.clients.coordinator import CoordinatorClient
+from cluster.services.group_service import GroupCoordinatorService
 from cluster.clients.partition_leader import PartitionLeaderClient
 from cluster.config import Config
 from cluster.gateway.apis import ApiKey
@@ -311,7 +312,9 @@ def empty_share_group() -> ShareContext:
 
 def groups_gateway(router: Router) -> Any:
     persister = Persister(router, 1, timeout_ms=0)  # a failure is answered at once, not retried
-    gw = gateway(coordinators=CoordinatorClient(router, 1, persister), partitions=Partitions(), leadership=leadership())
+    coordinators = CoordinatorClient(router, 1)
+    gw = gateway(coordinators=coordinators, groups=GroupCoordinatorService(coordinators, persister), partitions=Partitions(),
+                 leadership=leadership())
     gw.persister = persister
     return gw
 

@@ -1,12 +1,14 @@
-"""What the group coordinator asks of the share coordinators, carried out (Kafka's
-GroupCoordinatorService.persisterInitialize and its share-state deletions).
+"""What a group coordinator asks of the share coordinators after its own operations, carried out
+on that actor (Kafka's GroupCoordinatorService.persisterInitialize after shareGroupHeartbeat, and
+the share-state deletions of DeleteGroups and of topic deletions).
 
 The group coordinator shard stays pure: a share heartbeat answers which share partitions need
-their state initialized, DeleteGroups and topic deletions answer whose state must go. This
-object sends those through the Persister after the records are durable, and reports
-initializations back to the shard (`share_state_initialized`), whose retry timer covers an
-answer that never comes. It also hands the shard the cluster's topics (`update_topics`) when
-a partition loads and whenever the topics change.
+their state initialized, DeleteGroups and topic deletions answer whose state must go. The
+operation's traits (CoordinatorOp.initializes_share_state, deletes_share_state) say which
+outcomes to look at; this object sends those through the Persister (share_state.py) after the
+records are durable, and reports initializations back to the shard (`share_state_initialized`),
+whose retry timer covers an answer that never comes. It also hands the shard the cluster's
+topics (`update_topics`) when a partition loads and whenever the topics change.
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from coordinator.classic.messages import DeletedGroup
-from coordinator.share.messages import ShareHeartbeatOutcome, ShareStateDelete, ShareStateInit, ShareStateInitResult, TopicImage
-from sharestate import messages as m
+from coordinator.share.messages import ShareHeartbeatOutcome, ShareStateDelete, ShareStateInit, TopicImage
 
 from cluster.leadership import Leadership
 from cluster.metadata import CONSUMER_OFFSETS
 from cluster.runtime import CoordinatorRuntime, LoadInProgress, NotCoordinator, StorageError
+from cluster.services import share_state
 
 log = logging.getLogger(__name__)
 
@@ -68,15 +70,7 @@ class ShareGroupState:
         for init in inits:
             by_group.setdefault(init.group_id, []).append(init)
         for group_id, items in by_group.items():
-            answers = await asyncio.gather(
-                *(
-                    self.persister.initialize(
-                        m.InitializeShareGroupStateRequest(i.group_id, i.topic_id, i.partition, i.state_epoch, i.start_offset)
-                    )
-                    for i in items
-                )
-            )
-            results = tuple(ShareStateInitResult(i.topic_id, i.partition, a.error_code) for i, a in zip(items, answers))
+            results = share_state.init_results(items, await share_state.initialize(self.persister, items))
             failed = [r for r in results if r.error_code != ErrorCode.none]
             if failed:
                 log.warning("share state of %d partitions of %s not initialized: %s", len(failed), group_id, failed[0])
@@ -89,10 +83,7 @@ class ShareGroupState:
                 log.info("share state initialization of %s not recorded: %s", group_id, exc)
 
     async def delete(self, deletes: Iterable[ShareStateDelete]) -> None:
-        answers = await asyncio.gather(
-            *(self.persister.delete(m.DeleteShareGroupStateRequest(d.group_id, d.topic_id, d.partition)) for d in deletes)
-        )
-        failed = [a for a in answers if a.error_code != ErrorCode.none]
+        failed = await share_state.delete(self.persister, deletes)
         if failed:
             log.warning("%d share-state deletions failed: %s", len(failed), failed[0])
 
