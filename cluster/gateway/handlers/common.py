@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -45,6 +46,15 @@ def kafka_message(code: Any, text: str | None) -> str | None:
     else:
         _untold_log.warning("answered %s: %s", ErrorCode(code).name, text)
     return None
+
+
+_ONE_MS = timedelta(milliseconds=1)
+
+
+def ms(value: Any) -> int:
+    """A duration field as milliseconds: kio decodes Kafka's int32 ms fields as timedeltas. Exact
+    integer division: float seconds times 1000 truncated 1001 ms to 1000 (one copy of this did)."""
+    return value // _ONE_MS if isinstance(value, timedelta) else int(value)
 
 
 def resolve_topic(gw: Any, name: str | None, topic_id: Any = None) -> tuple[str | None, ErrorCode]:

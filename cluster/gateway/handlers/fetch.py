@@ -20,17 +20,13 @@ from kio.schema.errors import ErrorCode
 from cluster.calls import FetchPartition, LogEnd
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
-from cluster.gateway.handlers.common import partition_known, refresh_if_unknown, resolve_topic
+from cluster.gateway.handlers.common import ms, partition_known, refresh_if_unknown, resolve_topic
 from cluster.partition import FetchOutcome
 
 # Kafka's broker fetch.max.bytes default: a request's max_bytes (up to 2^31 - 1) is cut to it,
 # so one fetch reads at most this much per leader (plus the first batch, KIP-74).
 # A named constant until the setting exists.
 FETCH_MAX_BYTES = 57_671_680
-
-
-def _ms(value: Any) -> int:
-    return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
 
 
 async def fetch(gw: Any, request: Request) -> Any:
@@ -65,7 +61,7 @@ async def fetch(gw: Any, request: Request) -> Any:
     if reads:
         answers = await gw.partitions.fetch(
             [part for _, part in reads],
-            _ms(body.max_wait),
+            ms(body.max_wait),
             body.min_bytes,
             min(getattr(body, "max_bytes", FETCH_MAX_BYTES), FETCH_MAX_BYTES),
         )

@@ -34,11 +34,7 @@ from cluster.calls import CoordinatorOp as Op
 from cluster.calls import Failed
 from cluster.gateway.apis import ApiKey, build, build_response, response_class
 from cluster.gateway.connection import Request, shared_answer
-from cluster.gateway.handlers.common import partition_known, refresh_if_unknown
-
-
-def ms(value: Any) -> int:
-    return round(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
+from cluster.gateway.handlers.common import ms, partition_known, refresh_if_unknown
 
 
 # Kafka's GroupCoordinatorService refuses an empty group id on these four before any coordinator

@@ -26,15 +26,11 @@ from cluster.calls import ShareFetchSpec, SharePartitionCall
 from cluster.group_configs import lock_duration_ms
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
-from cluster.gateway.handlers.common import refresh_if_unknown
+from cluster.gateway.handlers.common import ms, refresh_if_unknown
 from cluster.gateway.share_sessions import FINAL_EPOCH, SessionError, SharePartitionId, ShareSession
 from cluster.share.requests import ShareOutcome
 
 log = logging.getLogger(__name__)
-
-
-def _ms(value: Any) -> int:
-    return round(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
 
 
 def _acknowledgements(topics: Iterable[Any]) -> dict[SharePartitionId, tuple[AcknowledgementBatch, ...]]:
@@ -108,7 +104,7 @@ async def share_fetch(gw: Any, request: Request) -> Any:
         session,
         fetching,
         acks,
-        max_wait_ms=_ms(b.max_wait),
+        max_wait_ms=ms(b.max_wait),
         min_bytes=b.min_bytes,
         max_bytes=b.max_bytes,
         max_records=b.max_records if b.max_records > 0 else 500,
