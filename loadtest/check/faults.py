@@ -8,10 +8,9 @@ from typing import Any
 
 from loadtest.check.leadership import LeaderChange, by_partition
 from loadtest.check.rundata import RunData
+from loadtest.experiment.fault_kinds import MOVES_LEADERSHIP
 
 Row = dict[str, Any]
-# The actions after which another actor leads what the fault hit (a pause keeps the leader).
-MOVES_LEADERSHIP = ("kill", "move", "restart-cluster", "kill-node")
 
 
 def over_at(run: RunData) -> dict[int, int]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from cluster.admin_client import AdminError, admin_call
 from coordinator.hashing import group_partition, share_state_partition
+from loadtest.experiment.fault_kinds import KINDS, FaultError
 from loadtest.experiment.scenario import FaultSpec, Scenario
 
 CONSUMER_OFFSETS = "__consumer_offsets"
@@ -32,10 +33,6 @@ _KIND_PREFIX = {
 
 MOVE_TIMEOUT_S = 120.0
 MOVE_POLL_S = 0.25
-
-
-class FaultError(RuntimeError):
-    """A fault that could not be injected (the run goes on; the note says why)."""
 
 
 @dataclass(slots=True)
@@ -81,6 +78,8 @@ class Admin:
 
 
 class FaultInjector:
+    move_timeout_s = MOVE_TIMEOUT_S  # how long a node's partitions may take to move (led_elsewhere)
+
     def __init__(self, scenario: Scenario, admin: Admin, seed: int) -> None:
         self.scenario = scenario
         self.admin = admin
@@ -100,26 +99,28 @@ class FaultInjector:
         now = time.time() * 1000
         injected = Injected(fault_id, spec, now, target="")
         partition = self._partition_of(spec, topic_ids)
-        if spec.action in ("kill", "pause"):
+        kind = KINDS[spec.action]
+        if kind.target == "actor":
             name = self._actor_of(spec, partition, leaders, actors)
             injected.target = name
             injected.actors = [name]
-        elif spec.action == "move":
+            moved = [tp for tp, a in leaders.items() if a == name]
+        elif kind.target == "partition":
             injected.target = f"{partition[0]}-{partition[1]}"
             injected.actors = [leaders[partition]]
-        elif spec.action == "restart-cluster":
+            moved = [partition]
+        elif kind.target == "cluster":
             injected.target = "cluster"
             injected.actors = sorted(a["name"] for a in actors if a["alive"])
-        elif spec.action == "kill-node":
+            moved = list(leaders)
+        else:  # a node
             if cluster is None or cluster.nodes is None:
-                raise FaultError("kill-node needs the Ray nodes the experiment started")
+                raise FaultError(f"{spec.action} needs the Ray nodes the experiment started")
             node_id = cluster.nodes.node_id(spec.node)
             injected.target = f"node-{spec.node}"
             injected.actors = sorted(a["name"] for a in actors if a.get("node_id") == node_id and a["alive"])
             injected.detail["node_id"] = node_id
-        moved = [partition] if spec.action == "move" else [tp for tp, a in leaders.items() if a in injected.actors]
-        if spec.action == "restart-cluster":
-            moved = list(leaders)
+            moved = [tp for tp, a in leaders.items() if a in injected.actors]
         injected.moved = moved
         self._affected(injected, moved, topic_ids, actors)
         return injected
@@ -180,48 +181,21 @@ class FaultInjector:
                         injected.detail.setdefault("share_partitions", []).append(f"{g}:{topic}-{p}")
                         waits[f"{g}:{topic}-{p}"] = tp
         injected.partitions = sorted(partitions)
-        if injected.spec.action == "pause":
+        if not KINDS[injected.spec.action].moves_leadership:
             waits.clear()  # a paused leader keeps its partitions
         by_name = {a["name"]: a for a in actors}
         injected.brokers = sorted(by_name[n]["address"] for n in injected.actors if n in by_name and by_name[n].get("address"))
 
     async def inject(self, injected: Injected, cluster: Any) -> None:
-        """Do it. Returns when the fault is over where it has an end (a pause, a restart)."""
-        spec = injected.spec
-        if spec.action == "kill":
-            await self.admin.call("kill", name=injected.target)
-        elif spec.action == "pause":
-            result = await self.admin.call("pause", timeout=spec.duration_s + 60, name=injected.target,
-                                           seconds=spec.duration_s)
-            injected.detail.update(stopped_at=result["stopped_at"], resumed_at=result["resumed_at"])
-            injected.ended_ms = result["resumed_at"] * 1000
-        elif spec.action == "move":
-            topic, partition = injected.target.rsplit("-", 1)
-            destination = spec.to or await self._another_actor(injected.actors[0])
-            injected.detail["to"] = destination
-            await self.admin.call("move", topic=topic, partition=int(partition), actor=destination)
-        elif spec.action == "restart-cluster":
-            if cluster is None:
-                raise FaultError("restart-cluster needs the cluster the experiment started")
-            await asyncio.to_thread(cluster.kill)
-            await asyncio.sleep(spec.down_s)
-            await asyncio.to_thread(cluster.start)
-            injected.ended_ms = time.time() * 1000
-        elif spec.action == "kill-node":
-            if cluster is None or cluster.nodes is None:
-                raise FaultError("kill-node needs the Ray nodes the experiment started")
-            cluster.nodes.remove(spec.node)  # in the loop's (main) thread: Ray's node code wants it
-            # The lost node's actors may answer for a second or so after it is removed, until Ray
-            # sees them gone: the fault is over only once the controller has moved their partitions.
-            injected.ended_ms = await self.led_elsewhere(injected)
-            if injected.ended_ms is None:
-                raise FaultError(f"the partitions of node {spec.node}'s actors were not moved within {MOVE_TIMEOUT_S:.0f} s")
+        """Do it. Returns when the fault is over where it has an end (a pause, a restart, a node's
+        partitions moved): fault_kinds.py."""
+        await KINDS[injected.spec.action].inject(self, injected, cluster)
 
     async def led_elsewhere(self, injected: Injected, timeout_s: float | None = None) -> float | None:
         """When the controller first names, for every partition the fault took away, a leader that
         is not one of the actors it hit (a replacement is always a new name); None: not in time."""
         gone = set(injected.actors)
-        deadline = time.monotonic() + (MOVE_TIMEOUT_S if timeout_s is None else timeout_s)
+        deadline = time.monotonic() + (self.move_timeout_s if timeout_s is None else timeout_s)
         while time.monotonic() < deadline:
             try:
                 status = await self.admin.call("status", timeout=10)
@@ -234,7 +208,7 @@ class FaultInjector:
             await asyncio.sleep(MOVE_POLL_S)
         return None
 
-    async def _another_actor(self, current: str) -> str:
+    async def another_actor(self, current: str) -> str:
         kind = current.rsplit("-", 1)[0]
         actors = await self.admin.call("actors")
         others = sorted(a["name"] for a in actors if a["alive"] and a["name"] != current and a["name"].rsplit("-", 1)[0] == kind)

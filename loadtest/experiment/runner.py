@@ -33,7 +33,8 @@ from loadtest.drivers.aio import AsyncioDriver
 from loadtest.experiment import rundir
 from loadtest.experiment.cluster_process import ClusterProcess, ClusterStartError
 from loadtest.experiment.eventlog import EventLog
-from loadtest.experiment.faults import Admin, FaultError, FaultInjector, Injected
+from loadtest.experiment.fault_kinds import KINDS, FaultError
+from loadtest.experiment.faults import Admin, FaultInjector, Injected
 from loadtest.experiment.leadership import LeadershipRecorder
 from loadtest.experiment.live import LiveStats, render
 from loadtest.experiment.monitor import Monitor
@@ -244,7 +245,7 @@ class Experiment:
             while True:
                 elapsed = time.monotonic() - load_started
                 self.stats.sample()
-                done = sum(1 for f in self.faults if f.ended_ms is not None or f.spec.action in ("kill", "move", "kill-node"))
+                done = sum(1 for f in self.faults if f.ended_ms is not None or KINDS[f.spec.action].over_once_injected)
                 live.update(render(self.stats, "load", elapsed, duration, population.readiness(), done,
                                    len(self.scenario.faults)))
                 if elapsed >= duration:
@@ -296,13 +297,14 @@ class Experiment:
         self.faults.append(injected)
         # A lost node's actors may still answer until the controller moves their partitions: no
         # success counts as a recovery before that (faults.py sets the end).
-        since = float("inf") if spec.action == "kill-node" else injected.started_ms
+        kind = KINDS[spec.action]
+        since = float("inf") if kind.recovery_after_end else injected.started_ms
         recorded = self.leadership is not None and self.leadership.available
         self.recovery.watch(fault_id, injected.started_ms, since, injected.groups, injected.partitions,
                             injected.detail.get("share_partitions", []), injected.brokers,
                             injected.waits_for if recorded else None)
         self.stats.fault_lines.append(f"#{fault_id} {spec.action} {injected.target}")
-        self._restarting = spec.action == "restart-cluster"
+        self._restarting = kind.target == "cluster"
         try:
             await injector.inject(injected, self.cluster)
         except Exception as exc:

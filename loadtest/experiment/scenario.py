@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from collections.abc import Callable
 from typing import Literal
 
 import msgspec
+
+from loadtest.experiment.fault_kinds import KINDS, FaultKind
 
 Assignor = Literal["range", "roundrobin", "cooperative-sticky"]
 Action = Literal["kill", "pause", "move", "restart-cluster", "kill-node"]
@@ -121,6 +124,7 @@ class FaultSpec(_Strict):
 
 
 _SELECTORS = ("coordinator_of", "share_coordinator_of", "leader_of", "gateway", "actor", "random")
+_PARTITION_SELECTORS = ("coordinator_of", "share_coordinator_of", "leader_of")
 
 
 def _is_set(value: object) -> bool:
@@ -257,34 +261,33 @@ def _validate_fault(s: Scenario, f: FaultSpec, external_cluster: bool) -> str | 
         return f"at_s: {f.at_s} is outside the run (0..duration_s={s.duration_s})"
     selector = f.selector()
     chosen = f.selectors()
-    if f.action in ("kill", "pause", "move"):
+    kind = KINDS[f.action]
+    if kind.target in ("actor", "partition"):
         if len(chosen) != 1:
             return (f"action: {f.action} needs exactly one of "
                     f"{', '.join(_SELECTORS)}; got {', '.join(chosen) or 'none'}")
     elif chosen:
         return f"{chosen[0]}: {f.action} takes no target"
-    if f.action == "pause" and (f.duration_s is None or f.duration_s <= 0):
-        return "duration_s: a pause needs a duration above 0"
-    if f.action != "pause" and f.duration_s is not None:
-        return "duration_s: only a pause has a duration"
-    if f.action == "move" and selector not in ("coordinator_of", "share_coordinator_of", "leader_of"):
-        return f"{selector}: move needs a partition: coordinator_of, share_coordinator_of or leader_of"
-    if f.to is not None and f.action != "move":
-        return "to: only a move has a destination"
-    if f.action == "restart-cluster":
-        if external_cluster:
-            return "action: restart-cluster needs the cluster the experiment starts itself (no --bootstrap)"
-        if f.down_s < 0:
-            return "down_s: must be at least 0"
-    if f.action == "kill-node":
+    if kind.lasts and (f.duration_s is None or f.duration_s <= 0):
+        return f"duration_s: a {f.action} needs a duration above 0"
+    if not kind.lasts and f.duration_s is not None:
+        return f"duration_s: only {_actions(lambda k: k.lasts)} has a duration"
+    if kind.target == "partition" and selector not in _PARTITION_SELECTORS:
+        return f"{selector}: {f.action} needs a partition: coordinator_of, share_coordinator_of or leader_of"
+    if f.to is not None and kind.target != "partition":
+        return f"to: only {_actions(lambda k: k.target == 'partition')} has a destination"
+    if kind.own_cluster and external_cluster:
+        what = "Ray nodes" if kind.target == "node" else "cluster"
+        return f"action: {f.action} needs the {what} the experiment starts itself (no --bootstrap)"
+    if kind.target == "cluster" and f.down_s < 0:
+        return "down_s: must be at least 0"
+    if kind.target == "node":
         if s.cluster.nodes < 2:
-            return "action: kill-node needs a cluster of several Ray nodes (cluster.nodes >= 2)"
-        if external_cluster:
-            return "action: kill-node needs the Ray nodes the experiment starts itself (no --bootstrap)"
+            return f"action: {f.action} needs a cluster of several Ray nodes (cluster.nodes >= 2)"
         if f.node is None or not 1 <= f.node < s.cluster.nodes:
             return f"node: a non-head node index 1..{s.cluster.nodes - 1} (node 0 is the head)"
     elif f.node is not None:
-        return "node: only kill-node takes a node"
+        return f"node: only {_actions(lambda k: k.target == 'node')} takes a node"
     groups = {**s.classic_groups(), **s.share_group_specs()}
     if f.coordinator_of is not None and f.coordinator_of not in groups:
         return f"coordinator_of: no group named {f.coordinator_of!r} ({_names(groups)})"
@@ -306,6 +309,11 @@ def _validate_fault(s: Scenario, f: FaultSpec, external_cluster: bool) -> str | 
     if f.gateway is not None and not 0 <= f.gateway < s.cluster.gateways:
         return f"gateway: the cluster has gateways 0..{s.cluster.gateways - 1}"
     return None
+
+
+def _actions(which: Callable[[FaultKind], bool]) -> str:
+    """The actions of the kinds `which` picks, for a message: "a pause", "a move or a kill-node"."""
+    return " or ".join(f"a {action}" for action, kind in KINDS.items() if which(kind))
 
 
 def _names(groups: dict) -> str:
