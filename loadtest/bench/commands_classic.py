@@ -68,7 +68,7 @@ def group_requests(
     json_out: Path | None = JSON,
 ) -> None:
     """Heartbeats/s and OffsetCommits/s from light members in Stable groups, raygroups vs a peer."""
-    from loadtest.bench_groups import group_request_rates
+    from loadtest.bench.groups import group_request_rates
 
     figures = [Figure("heartbeat_rps", "heartbeats/s"), Figure("commit_rps", "OffsetCommits/s"),
                # the client's own cost: rate × this / 1e6 is the cores it spends; near --processes, the client is the limit
@@ -92,7 +92,7 @@ def heartbeat_scaling(
     json_out: Path | None = JSON,
 ) -> None:
     """Cost of one heartbeat (µs of the whole system per heartbeat, 1 / rate) as the groups held grow."""
-    from loadtest.bench_groups import heartbeat_cost
+    from loadtest.bench.groups import heartbeat_cost
 
     sizes = [int(g) for g in groups.split(",")]
     results: dict[int, dict[str, dict[str, float]]] = {}
@@ -130,7 +130,7 @@ def rebalance(
     json_out: Path | None = JSON,
 ) -> None:
     """Time from the last JoinGroup of a rebalance to every member Stable, by group size (initial delay 0)."""
-    from loadtest.bench_groups import rebalance_time
+    from loadtest.bench.groups import rebalance_time
 
     counts = [int(s) for s in sizes.split(",")]
     figures = [Figure(f"ms_{n}", f"{n} members: ms after the last join", higher_is_better=False, unit=" ms") for n in counts]
@@ -165,7 +165,7 @@ def consumers_formed(
 @app.command()
 def reload(records: int = 100_000, json_out: Path | None = JSON) -> None:
     """Time to load (replay) a __consumer_offsets partition log of RECORDS offset commits."""
-    from loadtest.bench_groups import reload_time
+    from loadtest.bench.groups import reload_time
 
     with console.status(f"writing and reloading {records} records…"):
         result = reload_time(records)
@@ -181,7 +181,7 @@ def reload(records: int = 100_000, json_out: Path | None = JSON) -> None:
 @app.command("member-memory")
 def member_memory(members: int = 10_000, json_out: Path | None = JSON) -> None:
     """Bytes of coordinator state per idle Stable member (groups of 10), measured with tracemalloc."""
-    from loadtest.bench_groups import memory_per_member
+    from loadtest.bench.groups import memory_per_member
 
     with console.status(f"building {members} Stable members…"):
         result = memory_per_member(members)
@@ -205,7 +205,7 @@ def gateways(
     bootstrapped from every gateway; Metadata spreads partition leaders and FindCoordinator spreads
     coordinators over the gateways."""
     from loadtest.bench.clients import produce_fetch_rates
-    from loadtest.bench_groups import group_request_rates
+    from loadtest.bench.groups import group_request_rates
 
     records -= records % (100 * partitions)
     figures = [Figure("produce_rps", "produced records/s (acks=all)"), Figure("fetch_rps", "fetched records/s (assign())"),

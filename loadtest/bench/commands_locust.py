@@ -22,7 +22,7 @@ def locust_capacity(
 ) -> None:
     """Classic members (heartbeats every 3 s) that locust workers sustain with Heartbeat p99 < 100 ms,
     against raygroups and against the do-nothing responder (the locust processes' own limit)."""
-    from loadtest.bench_locust import run_step
+    from loadtest.bench.locust_steps import run_step
 
     results: list[dict[str, Any]] = []
     targets = (("responder", lambda: responder(10)), ("raygroups", lambda: raygroups(**NO_INITIAL_DELAY)))

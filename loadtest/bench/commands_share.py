@@ -44,7 +44,7 @@ def share_consume(
 ) -> None:
     """Records/s a ShareConsumer acquires and acknowledges vs a classic consumer group, same topic, same run."""
     from cluster.config import SETTINGS
-    from loadtest import bench_share
+    from loadtest.bench import share as bench_share
 
     settings = {**SHARE_SETTINGS, "share.auto.offset.reset": SETTINGS["share.auto.offset.reset"].parse("earliest")}
     with raygroups(**settings) as bootstrap:
@@ -77,7 +77,7 @@ def share_ack_latency(
 ) -> None:
     """ShareAcknowledge latency of light share members vs OffsetCommit latency of light classic members."""
     from cluster.config import SETTINGS
-    from loadtest import bench_share
+    from loadtest.bench import share as bench_share
 
     settings = {**SHARE_SETTINGS, "share.auto.offset.reset": SETTINGS["share.auto.offset.reset"].parse("earliest")}
     with raygroups(**settings) as bootstrap:
@@ -106,7 +106,7 @@ def share_state_writes(
     json_out: Path | None = JSON,
 ) -> None:
     """Share-state writes/s of one share coordinator actor vs offset commits/s of one group coordinator actor."""
-    from loadtest import bench_share
+    from loadtest.bench import share as bench_share
 
     with raygroups_cluster(**{"raygroups.coordinators": 1, "raygroups.share.coordinators": 1}) as cluster:
         with console.status(f"{writers} writers, {seconds:g} s against each coordinator…"):
@@ -126,7 +126,7 @@ def share_memory(
     json_out: Path | None = JSON,
 ) -> None:
     """Bytes per in-flight record in a SharePartition: batch-level state, then split per offset."""
-    from loadtest import bench_share
+    from loadtest.bench import share as bench_share
 
     with console.status(f"acquiring {records:,} records in batches of {batch}…"):
         result = bench_share.memory_per_inflight_record(records, batch)
@@ -144,7 +144,7 @@ def share_assign(
     json_out: Path | None = JSON,
 ) -> None:
     """SimpleAssignor time (share groups, on the coordinator) vs the classic range assignor, same sizes."""
-    from loadtest import bench_share
+    from loadtest.bench import share as bench_share
 
     results, rows = {}, []
     for size in sizes.split(","):

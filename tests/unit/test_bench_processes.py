@@ -1,4 +1,4 @@
-"""Light members in one client process or several (loadtest/bench_processes.py): the same questions
+"""Light members in one client process or several (loadtest/bench/processes.py): the same questions
 answered over a fleet, rates counted in one window and summed, times merged. Against the in-process
 responder (every member is its own group's leader), no Ray."""
 
@@ -8,7 +8,7 @@ import asyncio
 import time
 
 from cluster.gateway.server import serve
-from loadtest.bench_processes import LocalFleet, ProcessFleet, Spec, Status, fleet, until_settled
+from loadtest.bench.processes import LocalFleet, ProcessFleet, Spec, Status, fleet, until_settled
 from loadtest.responder import Responder
 
 BEAT = {"heartbeat_interval_ms": 0, "commit_interval_ms": 0}

@@ -28,7 +28,7 @@ from coordinator.shard import GroupCoordinatorShard
 from cluster.runtime.timers import TimerTable
 from cluster.runtime.wakeups import ManualWakeups
 from cluster.gateway.apis import ApiKey
-from loadtest.bench_processes import TOPIC, LocalFleet, ProcessFleet, Spec, fleet, until_settled
+from loadtest.bench.processes import TOPIC, LocalFleet, ProcessFleet, Spec, fleet, until_settled
 from loadtest.drivers.crowd import Crowd
 from loadtest.members.machine import parse_bootstrap
 
