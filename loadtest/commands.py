@@ -7,6 +7,7 @@ pyarrow, PySpark) happen inside the commands, so `raygroups --help` stays quick.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Optional
@@ -25,6 +26,23 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+# What each extra brings (pyproject.toml); a node that only runs the cluster has none of them.
+EXTRAS = {
+    "loadtest": ("pyarrow", "locust"),
+    "report": ("pyspark", "matplotlib", "pyarrow"),
+    "demo": ("pyarrow", "locust", "pyspark", "matplotlib"),
+}
+
+
+def require(command: str, extra: str) -> None:
+    """Refuse a command whose extra is not installed, saying how to install it (rather than fail
+    on an import deep inside it)."""
+    missing = [m for m in EXTRAS[extra] if importlib.util.find_spec(m) is None]
+    if missing:
+        fail(f"`raygroups {command}` needs the '{extra}' extra ({', '.join(missing)} missing): "
+             f"pip install 'raygroups[{extra}]'")
+
+
 def register(app: typer.Typer) -> None:
     app.command()(experiment)
     app.command()(check)
@@ -41,6 +59,7 @@ def experiment(
     no_report: bool = typer.Option(False, "--no-report", envvar="RAYGROUPS_NO_REPORT", help="skip the PySpark report at the end"),
 ) -> None:
     """Run a scenario's load with its faults, write RUN_DIR, check it and report on it (exit 1 on a violation)."""
+    require("experiment", "loadtest" if no_report else "demo")
     from loadtest.experiment.command import run_experiment
     from loadtest.experiment.scenario import ScenarioError
 
@@ -53,6 +72,7 @@ def experiment(
 
 def check(run_dir: Path = typer.Argument(..., help="a run directory written by `raygroups experiment`")) -> None:
     """Judge a run against the invariants (lost writes, duplicates, ...); exit 1 on any violation."""
+    require("check", "loadtest")
     from loadtest.check import render, run_check
     from loadtest.experiment.rundir import RunDirError
 
@@ -69,6 +89,7 @@ def report(
     spark_master: Optional[str] = typer.Option(None, "--spark-master", envvar="RAYGROUPS_SPARK_MASTER", help="a Spark master URL (default: local)"),
 ) -> None:
     """Analyse a run with PySpark: RUN_DIR/report/index.html with plots, verdicts and tables."""
+    require("report", "report")
     from loadtest.experiment.rundir import RunDirError
     from loadtest.report import build_report
 
@@ -84,6 +105,7 @@ def demo(
     out: Optional[Path] = typer.Option(None, "--out", "-o", envvar="RAYGROUPS_OUT", help="run directory (default: a new temporary one)"),
 ) -> None:
     """The main job: a mixed classic + share load on an embedded cluster, four faults, the check and the report."""
+    require("demo", "demo")
     from loadtest.demo import run_demo
     from loadtest.experiment.scenario import ScenarioError
 
