@@ -7,8 +7,9 @@ a closure over a shard object: it runs on whatever state the partition holds whe
 Scheduling a key again replaces the earlier timer, so "reset this member's session deadline" is
 one Schedule. An expired operation must re-check the state it acts on: that may have moved on.
 
-`ManualTimer` keeps timers by hand for tests and simulations (and for share partitions, which
-still arm closures); `apply` feeds it a Result's timer changes.
+Share partitions (sharestate/partition.py) hand out their acquisition locks the same way: their
+pending `Schedule` values, which their host arms with `arm`. `ManualTimer` keeps timers by hand for
+tests and simulations; `apply` feeds it a Result's timer changes.
 """
 
 from __future__ import annotations
@@ -57,6 +58,15 @@ class Timer(Protocol):
     def is_scheduled(self, key: Hashable) -> bool: ...
 
 
+def arm(timer: Timer, changes: Iterable[TimerChange], target: Any) -> None:
+    """Apply timer changes to a Timer: a Schedule's operation will run on `target` when it expires."""
+    for change in changes:
+        if isinstance(change, Schedule):
+            timer.schedule(change.key, change.delay_ms, functools.partial(change.operation, target))
+        else:
+            timer.cancel(change.key)
+
+
 @dataclass(slots=True)
 class _Entry:
     deadline: int
@@ -88,11 +98,7 @@ class ManualTimer:
 
     def apply(self, changes: Iterable[TimerChange], shard: Any) -> None:
         """Arm a Result's timer changes; a Schedule's operation will run on `shard`."""
-        for change in changes:
-            if isinstance(change, Schedule):
-                self.schedule(change.key, change.delay_ms, functools.partial(change.operation, shard))
-            else:
-                self.cancel(change.key)
+        arm(self, changes, shard)
 
     def cancel_all(self) -> None:
         for entry in self._live.values():

@@ -17,8 +17,8 @@ Fetching carries no offset: the leader picks `next_fetch_offset()`, reads the lo
 `acquire()` hands the member the available records (sharestate/acquisition.py).
 Acknowledgements change states as transitions (sharestate/acknowledgement.py). This module holds
 the cached state, releasing (lock expiry, a member gone, the log start moving) and the start
-offset's bookkeeping. Pure and deterministic: time comes from the injected clock and timer;
-writes are returned as values for the caller to send.
+offset's bookkeeping. Pure and deterministic: time comes from the injected clock; writes and
+acquisition locks (`Schedule` values) are returned for the caller to send and arm.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kernel.clock import Clock
-from kernel.timer import Timer
+from kernel.timer import Schedule, ShardCall, TimerChange
 from sharestate import acknowledgement, acquisition
 from sharestate.acknowledgement import InvalidRecordState
 from sharestate.config import SharePartitionConfig
@@ -58,14 +58,15 @@ class SharePartition:
         partition: int,
         *,
         clock: Clock,
-        timer: Timer,
         config: SharePartitionConfig = SharePartitionConfig(),
     ) -> None:
         self.group_id = group_id
         self.topic_id = topic_id
         self.partition = partition
         self.clock = clock
-        self.timer = timer
+        # Acquisition locks to arm, as values (kernel/timer.py): the host takes and arms them after
+        # each operation (`take_timers`), as the runtime arms a coordinator Result's.
+        self.timers: list[TimerChange] = []
         self.config = config
         self.state = SharePartitionState.INITIALIZING
         self.state_epoch = 0
@@ -165,9 +166,15 @@ class SharePartition:
     def schedule_lock(self, lock_id: int, member_id: str, first: int, last: int) -> None:
         """The acquisition lock of [first, last]: when it expires its records are released."""
         key = ("lock", self.group_id, self.topic_id, self.partition, lock_id)
-        self.timer.schedule(
-            key, self.config.record_lock_duration_ms, lambda: self.release_on_lock_timeout(lock_id, member_id, first, last)
-        )
+        self.timers.append(Schedule(
+            key, self.config.record_lock_duration_ms,
+            ShardCall("release_on_lock_timeout", (lock_id, member_id, first, last)),
+        ))
+
+    def take_timers(self) -> list[TimerChange]:
+        """The timer changes of the operations since the last call, for the host to arm."""
+        timers, self.timers = self.timers, []
+        return timers
 
     # -- releasing -------------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kernel.timer import arm
 from sharestate import messages as m
 from sharestate.inflight import RecordState
 from sharestate.partition import (
@@ -56,20 +57,22 @@ class SharePartitionHost:
         cls, key: ShareKey, topic_id: Any, leader_epoch: int, persister: Any, clock: Any, wakeups: Any,
         config: SharePartitionConfig, on_end: Callable[["SharePartitionHost"], None],
     ) -> "SharePartitionHost":
-        holder: list[SharePartitionHost] = []
+        share = SharePartition(key[0], topic_id, key[2], clock=clock, config=config)
         # An expired lock's operation returns the write that releases its records.
-        timer = WakeupTimer(clock, wakeups, lambda operation: holder[0].writes.submit(operation()))
-        share = SharePartition(key[0], topic_id, key[2], clock=clock, timer=timer, config=config)
+        timer = WakeupTimer(clock, wakeups, lambda operation: writes.submit(operation()))
 
         def fenced() -> None:
-            host = holder[0]
             host.end(SharePartitionState.FENCED)
             on_end(host)
 
-        writes = ShareStateWriteQueue(share, persister, leader_epoch, lambda: holder[0].notify(), fenced)
+        writes = ShareStateWriteQueue(share, persister, leader_epoch, lambda: host.notify(), fenced)
         host = cls(key, leader_epoch, share, timer, writes, asyncio.get_running_loop().create_future())
-        holder.append(host)
         return host
+
+    def _arm_locks(self) -> None:
+        """Arm the acquisition locks the last operation handed out (SharePartition.take_timers)."""
+        if self.share.timers:
+            arm(self.timer, self.share.take_timers(), self.share)
 
     @property
     def state(self) -> SharePartitionState:
@@ -129,6 +132,7 @@ class SharePartitionHost:
             return b"", []
         spans = [(pos, header) for pos, header in iter_batches(read.records)]
         acquired = share.acquire(member_id, max_records, offset, [(h.base_offset, h.last_offset) for _, h in spans])
+        self._arm_locks()
         if not acquired:
             return b"", []
         REGISTRY.inc("share_records_acquired", (), sum(a.last_offset - a.first_offset + 1 for a in acquired))
@@ -149,6 +153,7 @@ class SharePartitionHost:
     def acknowledge(self, member_id: str, batches: Sequence[AcknowledgementBatch], out: ShareOutcome) -> Awaitable[None]:
         """Apply the acknowledgements now; the returned awaitable ends when their write is answered."""
         outcome = self.share.acknowledge(member_id, batches)
+        self._arm_locks()  # RENEW hands out fresh locks
         if outcome.error_code != ErrorCode.none:
             out.acknowledge_error_code, out.acknowledge_error_message = outcome.error_code, outcome.message or None
             return _nothing()

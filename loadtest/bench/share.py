@@ -208,11 +208,12 @@ def memory_per_inflight_record(records: int, batch: int) -> dict[str, float]:
     clock = ManualClock()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
-    sp = SharePartition("g", uuid.uuid4(), 0, clock=clock, timer=ManualTimer(clock),
-                        config=SharePartitionConfig(max_inflight_records=records))
+    timer = ManualTimer(clock)  # the locks are held as a host holds them: armed
+    sp = SharePartition("g", uuid.uuid4(), 0, clock=clock, config=SharePartitionConfig(max_inflight_records=records))
     sp.initialize(-1, 0, (), 0)
     for first in range(0, records, batch):
         sp.acquire("member", batch, first, [(first, first + batch - 1)])
+        timer.apply(sp.take_timers(), sp)
     batch_level = tracemalloc.get_traced_memory()[0] - base
     # Acknowledging one record inside each batch splits the batch into per-offset states.
     for first in range(0, records, batch):

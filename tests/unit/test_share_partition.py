@@ -28,19 +28,23 @@ class Harness:
 
     def reload(self, start_offset: int, state_epoch: int, batches, reset_offset: int) -> None:
         """A new copy of the share partition from this durable state (a new leader's)."""
-        self.sp = SharePartition("g", TOPIC, 0, clock=self.clock, timer=self.timer, config=self.config)
+        self.sp = SharePartition("g", TOPIC, 0, clock=self.clock, config=self.config)
         self.sp.initialize(start_offset, state_epoch, batches, reset_offset)
 
     def acquire(self, member: str, log: list[tuple[int, int]], max_records: int = 500) -> list[AcquiredRecords]:
-        return self.sp.acquire(member, max_records, self.sp.next_fetch_offset(), log)
+        acquired = self.sp.acquire(member, max_records, self.sp.next_fetch_offset(), log)
+        self.timer.apply(self.sp.take_timers(), self.sp)
+        return acquired
 
     def ack(self, member: str, first: int, last: int, *types: A, commit: bool | None = True):
         outcome = self.sp.acknowledge(member, [AcknowledgementBatch(first, last, tuple(int(t) for t in types))])
+        self.timer.apply(self.sp.take_timers(), self.sp)
         if outcome.write is not None and commit is not None:
             self.sp.complete(outcome.write.transition, commit)
         return outcome
 
     def advance(self, ms: int) -> None:
+        self.timer.apply(self.sp.take_timers(), self.sp)  # locks handed out by calls made on h.sp directly
         self.clock.advance(ms)
         while (due := self.timer.pop_expired()) is not None:
             write = due[1]()

@@ -61,7 +61,8 @@ class SharePartitionMachine(RuleBasedStateMachine):
         self.durable = {o: v for o, v in self.durable.items() if o >= self.durable_start}
 
     def _recovered(self) -> SharePartition:
-        sp = SharePartition("g", uuid.UUID(int=1), 0, clock=self.clock, timer=ManualTimer(self.clock), config=self.CONFIG)
+        sp = SharePartition("g", uuid.UUID(int=1), 0, clock=self.clock, config=self.CONFIG)
+        self.timer = ManualTimer(self.clock)  # a recovered share partition's locks start over
         batches = [StateBatch(o, o, s, c) for o, (s, c) in sorted(self.durable.items())]
         sp.initialize(self.durable_start, 1, batches, reset_offset=0)
         return sp
@@ -189,8 +190,9 @@ class SharePartitionMachine(RuleBasedStateMachine):
 
     @rule(ms=st.sampled_from((100, 500, 1_000, 2_500)))
     def advance(self, ms: int) -> None:
+        self.timer.apply(self.sp.take_timers(), self.sp)
         self.clock.advance(ms)
-        while (due := self.sp.timer.pop_expired()) is not None:
+        while (due := self.timer.pop_expired()) is not None:
             self._store(due[1]())
         self._forget_released()
 

@@ -8,7 +8,6 @@ import uuid
 from kio.schema.errors import ErrorCode
 
 from kernel.clock import ManualClock
-from kernel.timer import ManualTimer
 from sharestate import messages as m
 from sharestate.inflight import AcknowledgeType as A
 from sharestate.partition import AcknowledgementBatch, SharePartition
@@ -35,7 +34,7 @@ class HeldPersister:
 
 def share_with(n: int) -> SharePartition:
     clock = ManualClock(0)
-    sp = SharePartition("g", uuid.UUID(int=1), 0, clock=clock, timer=ManualTimer(clock))
+    sp = SharePartition("g", uuid.UUID(int=1), 0, clock=clock)
     sp.initialize(-1, 0, [], reset_offset=0)
     sp.acquire("m1", 500, 0, [(i, i) for i in range(n)])
     return sp
