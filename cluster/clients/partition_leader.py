@@ -27,7 +27,7 @@ from cluster.calls import Endpoint, FetchPartition, LogEnd, ShareFetchSpec, Shar
 from cluster.clients.failures import answer_or_none
 from cluster.partition import FetchOutcome, ProduceOutcome
 from cluster.clients.routing import NoLeader
-from cluster.share.budget import split_budget
+from cluster.share import fetch_policy
 from cluster.share.requests import ShareFetchCall, ShareItem, ShareOutcome
 
 LATEST = -1
@@ -177,15 +177,14 @@ class PartitionLeaderClient:
         if not per_actor:
             return results
 
-        # One MaxRecords over all the leaders (cluster/share/budget.py); a leader given none of it
-        # answers at once rather than long-poll for records it may not take.
-        budgets = dict(zip(per_actor, split_budget(
+        # One MaxRecords over all the leaders (cluster/share/fetch_policy.py).
+        budgets = dict(zip(per_actor, fetch_policy.split_budget(
             spec.max_records, [sum(1 for _, item in entries if item.fetch) for entries in per_actor.values()])))
         calls: dict[str, tuple[Any, str, asyncio.Future]] = {}
         for actor, entries in per_actor.items():
             calls[actor] = self._share_call(
                 actor, spec, tuple(item for _, item in entries), budgets[actor],
-                spec.max_wait_ms if budgets[actor] > 0 else 0, in_flight,
+                fetch_policy.poll_wait(budgets[actor], spec.max_wait_ms), in_flight,
             )
 
         pending = {task: actor for actor, (_, _, task) in calls.items()}
@@ -250,39 +249,25 @@ class PartitionLeaderClient:
         answers: dict[str, list[ShareOutcome] | None],
         in_flight: dict[Any, tuple[str, str]] | None,
     ) -> None:
-        """What the leaders left of MaxRecords goes to the partitions that a leader whose share ran
-        out did not reach, in one more call per such leader that does not wait, with what is left
-        of MaxBytes too. Each partition is
-        acquired in one call only, as in Kafka's one pass, so its records and acquired ranges
-        are never two answers joined."""
-        served = [o for outs in answers.values() if outs for o in outs]
-        left = spec.max_records - sum(_acquired(o) for o in served)
-        bytes_left = spec.max_bytes - sum(len(o.records) for o in served)
-        if left <= 0 or bytes_left <= 0:
-            return
-        reachable: dict[str, list[int]] = {}  # actor -> positions in its call
-        for actor, outs in answers.items():
-            if outs is None or (budgets[actor] > 0 and sum(_acquired(o) for o in outs) < budgets[actor]):
-                continue  # gone, or it had less than its share: nothing more there now
-            untouched = [j for j, (_, item) in enumerate(per_actor[actor])
-                         if item.fetch and not outs[j].acquired and outs[j].error_code == ErrorCode.none]
-            if untouched:
-                reachable[actor] = untouched
-        if not reachable:
+        """What the leaders left of MaxRecords (and MaxBytes) goes to the partitions that a leader
+        whose share ran out did not reach, in one more call per such leader that does not wait
+        (fetch_policy.hand_on decides which, with how much)."""
+        bytes_left, again = fetch_policy.hand_on(spec.max_records, spec.max_bytes, {
+            actor: fetch_policy.LeaderAnswer(budgets[actor], [item.fetch for _, item in per_actor[actor]], answers[actor])
+            for actor in per_actor
+        })
+        if not again:
             return
         calls, spec = {}, dataclasses.replace(spec, max_bytes=bytes_left)
-        for (actor, positions), budget in zip(reachable.items(), split_budget(left, [len(p) for p in reachable.values()])):
-            if budget > 0:
-                items = tuple(dataclasses.replace(per_actor[actor][j][1], acknowledgements=()) for j in positions)
-                calls[actor] = self._share_call(actor, spec, items, budget, 0, in_flight)[2]
-        if not calls:
-            return
+        for actor, (positions, budget) in again.items():
+            items = tuple(dataclasses.replace(per_actor[actor][j][1], acknowledgements=()) for j in positions)
+            calls[actor] = self._share_call(actor, spec, items, budget, 0, in_flight)[2]
         await asyncio.shield(asyncio.wait(list(calls.values())))
         for actor, task in calls.items():
-            outs, again = answers[actor], task.result()
-            if again is None or outs is None:
+            outs, more = answers[actor], task.result()
+            if more is None or outs is None:
                 continue  # the next fetch finds the leader gone
-            for j, out in zip(reachable[actor], again):
+            for j, out in zip(again[actor][0], more):
                 target = outs[j]
                 target.records, target.acquired = out.records, out.acquired
                 if out.error_code != ErrorCode.none:
@@ -318,10 +303,6 @@ class PartitionLeaderClient:
             if handle is not None:
                 refs.append(answer_or_none(send(handle, items)))
         await asyncio.gather(*refs)
-
-
-def _acquired(out: ShareOutcome) -> int:
-    return sum(a.last_offset - a.first_offset + 1 for a in out.acquired)
 
 
 def _cancel(ref: Any) -> None:

@@ -23,24 +23,17 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from sharestate.offset_reset import OffsetReset
-from sharestate.partition import AcquiredRecords, SharePartitionConfig, SharePartitionState
+from sharestate.partition import SharePartitionConfig, SharePartitionState
 
 from cluster.config import Config
 from cluster.group_configs import parse
 from cluster.delayed_fetch import FetchWakers, delayed_fetch
 from cluster.partition import UserPartition
+from cluster.share import fetch_policy
 from cluster.share.host import SharePartitionHost, ShareKey
 from cluster.share.requests import ShareFetchCall, ShareItem, ShareOutcome
 
 Fetching = list[tuple[ShareItem, SharePartitionHost, ShareOutcome]]
-
-# A share fetch reads the log only as far as the records it may acquire need: the request's
-# max_bytes (50 MiB from librdkafka) read from disk on every fetch to acquire max_records of it
-# was half the leader's time. Bytes per record are learnt per share partition from what it
-# returned; the floor keeps small reads from costing a round per batch.
-READ_FLOOR = 64 * 1024
-READ_MARGIN = 1.25
-FIRST_BYTES_PER_RECORD = 1024.0
 
 
 class SharePartitionManager:
@@ -145,8 +138,7 @@ class SharePartitionManager:
     def _acquire_all(self, call: ShareFetchCall, fetching: Fetching, report_only: bool = False) -> bool:
         """One round over the partitions, sharing max_records and max_bytes; True once any
         record was acquired (Kafka's DelayedShareFetch completes with what it acquired)."""
-        records_left = call.max_records - sum(_count(o.acquired) for _, _, o in fetching)
-        bytes_left = call.max_bytes - sum(len(o.records) for _, _, o in fetching)
+        records_left, bytes_left = fetch_policy.left_over(call.max_records, call.max_bytes, (o for _, _, o in fetching))
         acquired_any = any(o.acquired for _, _, o in fetching)
         for item, host, out in fetching:
             if out.error_code != ErrorCode.none or (report_only and out.acquired):
@@ -157,13 +149,14 @@ class SharePartitionManager:
                 continue
             if report_only or out.acquired or records_left <= 0 or (acquired_any and bytes_left <= 0):
                 continue
-            per_record = self.bytes_per_record.get(host, FIRST_BYTES_PER_RECORD)
-            read_cap = max(READ_FLOOR, int(records_left * per_record * READ_MARGIN))
-            records, acquired = host.acquire(partition, call.member_id, records_left, max(min(bytes_left, read_cap), 1))
+            per_record = self.bytes_per_record.get(host, fetch_policy.FIRST_BYTES_PER_RECORD)
+            read_cap = fetch_policy.read_cap(records_left, bytes_left, per_record)
+            records, acquired = host.acquire(partition, call.member_id, records_left, read_cap)
             if acquired:
-                self.bytes_per_record[host] = len(records) / _count(acquired)
+                count = fetch_policy.acquired_count(acquired)
+                self.bytes_per_record[host] = len(records) / count
                 out.records, out.acquired = records, tuple(acquired)
-                records_left -= _count(acquired)
+                records_left -= count
                 bytes_left -= len(records)
                 acquired_any = True
         return acquired_any
@@ -242,10 +235,6 @@ class SharePartitionManager:
 
     def describe(self) -> list[dict[str, Any]]:
         return [host.describe() for _, host in sorted(self.hosts.items()) if host.active]
-
-
-def _count(acquired: Sequence[AcquiredRecords]) -> int:
-    return sum(a.last_offset - a.first_offset + 1 for a in acquired)
 
 
 async def _nothing() -> None:

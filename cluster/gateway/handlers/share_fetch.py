@@ -28,6 +28,7 @@ from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.handlers.common import ms, refresh_if_unknown
 from cluster.gateway.share_sessions import FINAL_EPOCH, SessionError, SharePartitionId, ShareSession
+from cluster.share import fetch_policy
 from cluster.share.requests import ShareOutcome
 
 log = logging.getLogger(__name__)
@@ -107,7 +108,7 @@ async def share_fetch(gw: Any, request: Request) -> Any:
         max_wait_ms=ms(b.max_wait),
         min_bytes=b.min_bytes,
         max_bytes=b.max_bytes,
-        max_records=b.max_records if b.max_records > 0 else 500,
+        max_records=fetch_policy.max_records(b.max_records),
     )
     if final:
         await end_session(gw, session)
