@@ -11,9 +11,10 @@ from typing import Any
 
 import msgpack
 
+from cluster.gateway.context import GatewayContext
 
 
-async def admin(gw: Any, request: Any) -> bytes:
+async def admin(gw: GatewayContext, request: Any) -> bytes:
     try:
         message = msgpack.unpackb(request.body)
         op = message["op"]
@@ -52,7 +53,7 @@ async def admin(gw: Any, request: Any) -> bytes:
     return msgpack.packb({"ok": True, "result": result}, default=str)
 
 
-async def _groups_by_type_and_state(gw: Any) -> dict[str, dict[str, int]]:
+async def _groups_by_type_and_state(gw: GatewayContext) -> dict[str, dict[str, int]]:
     """{group type: {state: count}} over every group coordinator (ListGroups without filters)."""
     counts: dict[str, dict[str, int]] = {}
     for group in (await gw.coordinators.list_groups()).groups:

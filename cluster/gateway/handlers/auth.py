@@ -23,12 +23,13 @@ from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.auth import off_loop
 from cluster.gateway.auth.principals import user
 from cluster.gateway.auth.scram import HASHES, AuthenticationFailed, exchange_for
+from cluster.gateway.context import GatewayContext
 from cluster.gateway.request_metrics import record_successful_authentication
 
 _KNOWN = {"PLAIN", *HASHES}
 
 
-def sasl_handshake(gw: Any, request: Any) -> Any:
+def sasl_handshake(gw: GatewayContext, request: Any) -> Any:
     session = request.session
     mechanisms = [m for m in gw.sasl_mechanisms if m in _KNOWN]
 
@@ -48,7 +49,7 @@ def sasl_handshake(gw: Any, request: Any) -> Any:
     return answer(ErrorCode.none)
 
 
-async def sasl_authenticate(gw: Any, request: Any) -> Any:
+async def sasl_authenticate(gw: GatewayContext, request: Any) -> Any:
     session = request.session
 
     def answer(code: ErrorCode, message: str | None = None, data: bytes = b"") -> Any:

@@ -8,6 +8,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from cluster.gateway.context import GatewayContext
 from cluster.gateway.log_limit import RateLimitedLog
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ def ms(value: Any) -> int:
     return value // _ONE_MS if isinstance(value, timedelta) else int(value)
 
 
-def resolve_topic(gw: Any, name: str | None, topic_id: Any = None) -> tuple[str | None, ErrorCode]:
+def resolve_topic(gw: GatewayContext, name: str | None, topic_id: Any = None) -> tuple[str | None, ErrorCode]:
     """The topic name behind a name or a topic id, or the error a client gets for it."""
     leadership = gw.leadership
     if name is None and topic_id is not None:
@@ -68,7 +69,7 @@ def resolve_topic(gw: Any, name: str | None, topic_id: Any = None) -> tuple[str 
     return name, ErrorCode.none
 
 
-async def refresh_if_unknown(gw: Any, names: list[str | None], topic_ids: list[Any] = ()) -> None:
+async def refresh_if_unknown(gw: GatewayContext, names: list[str | None], topic_ids: list[Any] = ()) -> None:
     """A topic another gateway just created may not have reached this one yet: pull once."""
     # Loops, not any() over generators: this runs on every OffsetCommit (about 0.4 us less).
     leadership = gw.leadership
@@ -84,6 +85,6 @@ async def refresh_if_unknown(gw: Any, names: list[str | None], topic_ids: list[A
             return
 
 
-def partition_known(gw: Any, topic: str, partition: int) -> bool:
+def partition_known(gw: GatewayContext, topic: str, partition: int) -> bool:
     info = gw.leadership.topics.get(topic)
     return info is not None and 0 <= partition < info.partitions

@@ -21,6 +21,7 @@ from cluster.clients.controller import ControllerFailed
 from cluster.config import SETTINGS
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
+from cluster.gateway.context import GatewayContext
 from cluster.gateway.handlers.common import kafka_message, refresh_if_unknown
 from cluster.group_configs import GROUP_SETTINGS, AlterOp, check_request, effective
 from cluster.metadata import validate_topic_name
@@ -44,7 +45,7 @@ class Refused(Exception):
 # -- DescribeConfigs ---------------------------------------------------------------------------------
 
 
-async def describe_configs(gw: Any, request: Request) -> Any:
+async def describe_configs(gw: GatewayContext, request: Request) -> Any:
     b = request.body
     synonyms = bool(getattr(b, "include_synonyms", False))
     docs = bool(getattr(b, "include_documentation", False))
@@ -68,7 +69,7 @@ async def describe_configs(gw: Any, request: Request) -> Any:
     return build_response(ApiKey.DESCRIBE_CONFIGS, request.api_version, {"throttle_time": 0, "results": results})
 
 
-def _entries(gw: Any, resource_type: int, name: str) -> list[dict[str, Any]]:
+def _entries(gw: GatewayContext, resource_type: int, name: str) -> list[dict[str, Any]]:
     if resource_type == BROKER:
         if name == "":
             return []  # the dynamic cluster-wide defaults: raygroups has none
@@ -83,7 +84,7 @@ def _entries(gw: Any, resource_type: int, name: str) -> list[dict[str, Any]]:
     raise Refused(ErrorCode.invalid_request, f"Unsupported resource type {resource_type}")
 
 
-def _known_topic(gw: Any, name: str) -> Any:
+def _known_topic(gw: GatewayContext, name: str) -> Any:
     info = gw.leadership.topics.get(name)
     if info is None:
         problem = validate_topic_name(name)
@@ -93,7 +94,7 @@ def _known_topic(gw: Any, name: str) -> Any:
     return info
 
 
-def _check_node_id(gw: Any, name: str, also: str = "") -> None:
+def _check_node_id(gw: GatewayContext, name: str, also: str = "") -> None:
     try:
         node_id = int(name)
     except ValueError:
@@ -200,7 +201,7 @@ def group_entries(config: Any, overrides: dict[str, str]) -> list[dict[str, Any]
 # -- IncrementalAlterConfigs -----------------------------------------------------------------------
 
 
-async def incremental_alter_configs(gw: Any, request: Request) -> Any:
+async def incremental_alter_configs(gw: GatewayContext, request: Request) -> Any:
     b = request.body
     answers: list[tuple[ErrorCode, str | None] | None] = [None] * len(b.resources)
     seen: dict[tuple[int, str], int] = {}
@@ -234,7 +235,7 @@ async def incremental_alter_configs(gw: Any, request: Request) -> Any:
     return build_response(ApiKey.INCREMENTAL_ALTER_CONFIGS, request.api_version, {"throttle_time": 0, "responses": responses})
 
 
-def _refuse_non_group(gw: Any, resource_type: int, name: str, ops: list[AlterOp]) -> None:
+def _refuse_non_group(gw: GatewayContext, resource_type: int, name: str, ops: list[AlterOp]) -> None:
     """Raise Kafka's error for what raygroups cannot change; return for a GROUP to alter."""
     if resource_type == GROUP:
         if not name:
@@ -254,7 +255,7 @@ def _refuse_non_group(gw: Any, resource_type: int, name: str, ops: list[AlterOp]
     raise Refused(ErrorCode.invalid_request, f"Unknown resource type {resource_type}")
 
 
-async def _alter_groups(gw: Any, groups: list[tuple[int, str, list[AlterOp]]], validate_only: bool) -> list[tuple[int, str | None]]:
+async def _alter_groups(gw: GatewayContext, groups: list[tuple[int, str, list[AlterOp]]], validate_only: bool) -> list[tuple[int, str | None]]:
     changes = [(group_id, ops) for _, group_id, ops in groups]
     try:
         # The controller validates against the stored overrides, writes and publishes them.

@@ -20,6 +20,7 @@ from kio.schema.errors import ErrorCode
 from cluster.calls import FetchPartition, LogEnd
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
+from cluster.gateway.context import GatewayContext
 from cluster.gateway.handlers.common import ms, partition_known, refresh_if_unknown, resolve_topic
 from cluster.partition import FetchOutcome
 
@@ -29,7 +30,7 @@ from cluster.partition import FetchOutcome
 FETCH_MAX_BYTES = 57_671_680
 
 
-async def fetch(gw: Any, request: Request) -> Any:
+async def fetch(gw: GatewayContext, request: Request) -> Any:
     body = request.body
     v = request.api_version
     by_id = v >= 13
@@ -116,7 +117,7 @@ def _classes(version: int) -> tuple[Any, type, str, type, dict[str, Any]]:
     return empty, topic_cls, topic_field, type(template), extra
 
 
-async def list_offsets(gw: Any, request: Request) -> Any:
+async def list_offsets(gw: GatewayContext, request: Request) -> Any:
     body = request.body
     await refresh_if_unknown(gw, [t.name for t in body.topics])
 

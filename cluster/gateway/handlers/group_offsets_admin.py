@@ -24,6 +24,7 @@ from cluster.calls import CoordinatorOp as Op
 from cluster.calls import Failed
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
+from cluster.gateway.context import GatewayContext
 from cluster.gateway.handlers.common import kafka_message, partition_known, refresh_if_unknown
 
 _UNKNOWN_MESSAGE = "This server does not host this topic-partition."
@@ -32,7 +33,7 @@ _UNKNOWN_MESSAGE = "This server does not host this topic-partition."
 # -- OffsetDelete -----------------------------------------------------------------------------------
 
 
-async def offset_delete(gw: Any, request: Request) -> Any:
+async def offset_delete(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
     if not b.group_id:
         return build_response(ApiKey.OFFSET_DELETE, v, {"error_code": ErrorCode.invalid_group_id, "topics": []})
@@ -64,7 +65,7 @@ async def offset_delete(gw: Any, request: Request) -> Any:
 # -- AlterShareGroupOffsets -------------------------------------------------------------------------
 
 
-async def alter_share_group_offsets(gw: Any, request: Request) -> Any:
+async def alter_share_group_offsets(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
     if not b.group_id:
         return _alter_error(v, ErrorCode.invalid_group_id, None)
@@ -118,7 +119,7 @@ def _alter_error(v: int, error: ErrorCode, message: str | None) -> Any:
 # -- DeleteShareGroupOffsets ------------------------------------------------------------------------
 
 
-async def delete_share_group_offsets(gw: Any, request: Request) -> Any:
+async def delete_share_group_offsets(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
     if not b.group_id:
         return _delete_error(v, ErrorCode.invalid_group_id, None)
@@ -146,12 +147,12 @@ def _delete_error(v: int, error: ErrorCode, message: str | None) -> Any:
     )
 
 
-def _partition_count(gw: Any, topic: str) -> int:
+def _partition_count(gw: GatewayContext, topic: str) -> int:
     info = gw.leadership.topics.get(topic)
     return info.partitions if info is not None else 0
 
 
-async def _evict(gw: Any, group_id: str, partitions: list[tuple[str, int]]) -> None:
+async def _evict(gw: GatewayContext, group_id: str, partitions: list[tuple[str, int]]) -> None:
     """Drop the leaders' cached share partitions of the group: evicted for every gateway, as if
     each had closed its last share session of the group (the group is Empty: none is in use)."""
     if not partitions:

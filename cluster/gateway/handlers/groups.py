@@ -34,6 +34,7 @@ from cluster.calls import CoordinatorOp as Op
 from cluster.calls import Failed
 from cluster.gateway.apis import ApiKey, build, build_response, response_class
 from cluster.gateway.connection import Request, shared_answer
+from cluster.gateway.context import GatewayContext
 from cluster.gateway.handlers.common import ms, partition_known, refresh_if_unknown
 
 
@@ -47,7 +48,7 @@ def _invalid(group_id: str) -> bool:
 # -- JoinGroup / SyncGroup / Heartbeat / LeaveGroup -------------------------------------------------
 
 
-async def join_group(gw: Any, request: Request) -> Any:
+async def join_group(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
     session = ms(b.session_timeout)
     rebalance = ms(b.rebalance_timeout) if v >= 1 else session
@@ -90,7 +91,7 @@ async def join_group(gw: Any, request: Request) -> Any:
     )
 
 
-async def sync_group(gw: Any, request: Request) -> Any:
+async def sync_group(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
     req = SyncGroupRequest(
         group_id=b.group_id,
@@ -120,7 +121,7 @@ async def sync_group(gw: Any, request: Request) -> Any:
     )
 
 
-async def heartbeat(gw: Any, request: Request) -> Any:
+async def heartbeat(gw: GatewayContext, request: Request) -> Any:
     b = request.body
     req = HeartbeatRequest(b.group_id, b.generation_id, b.member_id, getattr(b, "group_instance_id", None))
     if _invalid(b.group_id):
@@ -141,7 +142,7 @@ def _heartbeat_response(version: int, error: ErrorCode) -> Any:
     return shared_answer(build_response(ApiKey.HEARTBEAT, version, {"error_code": error}))
 
 
-async def leave_group(gw: Any, request: Request) -> Any:
+async def leave_group(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
     if v >= 3:
         members = tuple(LeavingMember(m.member_id, m.group_instance_id, getattr(m, "reason", None)) for m in b.members)
@@ -171,7 +172,7 @@ async def leave_group(gw: Any, request: Request) -> Any:
 # -- offsets ----------------------------------------------------------------------------------------
 
 
-async def offset_commit(gw: Any, request: Request) -> Any:
+async def offset_commit(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
     await refresh_if_unknown(gw, [t.name for t in b.topics])
     with_epoch = v >= 6
@@ -247,7 +248,7 @@ def _committed(version: int, partition: int, error: Any) -> Any:
 
 
 async def _fetch_one_group(
-    gw: Any, group_id: str, topics: Any, require_stable: bool, version: int
+    gw: GatewayContext, group_id: str, topics: Any, require_stable: bool, version: int
 ) -> OffsetFetchResponse:
     wanted = None if topics is None else tuple((t.name, tuple(t.partition_indexes)) for t in topics)
     outcome = await gw.coordinators.group(Op.FETCH_OFFSETS, group_id, OffsetFetchRequest(group_id, wanted, require_stable))
@@ -284,7 +285,7 @@ def _topics_out(response: OffsetFetchResponse) -> list[dict[str, Any]]:
     ]
 
 
-async def offset_fetch(gw: Any, request: Request) -> Any:
+async def offset_fetch(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
     require_stable = bool(getattr(b, "require_stable", False))
     if v >= 8:
@@ -298,7 +299,7 @@ async def offset_fetch(gw: Any, request: Request) -> Any:
 # -- DescribeGroups / ListGroups / DeleteGroups ---------------------------------------------------------
 
 
-async def describe_groups(gw: Any, request: Request) -> Any:
+async def describe_groups(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
     per_group = await gw.coordinators.per_group(Op.DESCRIBE, b.groups)
     groups = []
@@ -331,7 +332,7 @@ async def describe_groups(gw: Any, request: Request) -> Any:
     return build_response(ApiKey.DESCRIBE_GROUPS, v, {"groups": groups})
 
 
-async def list_groups(gw: Any, request: Request) -> Any:
+async def list_groups(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
     states = tuple(getattr(b, "states_filter", ()) or ())
     types = tuple(getattr(b, "types_filter", ()) or ())
@@ -343,7 +344,7 @@ async def list_groups(gw: Any, request: Request) -> Any:
     return build_response(ApiKey.LIST_GROUPS, v, {"error_code": listing.error_code, "groups": groups})
 
 
-async def delete_groups(gw: Any, request: Request) -> Any:
+async def delete_groups(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
     per_group = await gw.groups.delete_groups(b.groups_names)
     results = [{"group_id": g, "error_code": per_group[g].error_code} for g in b.groups_names]

@@ -17,6 +17,7 @@ from coordinator.hashing import group_partition, java_string_hash, kafka_abs
 from cluster.clients.controller import ControllerFailed
 from cluster.gateway.apis import SUPPORTED, ApiKey, build_response
 from cluster.gateway.connection import Request
+from cluster.gateway.context import GatewayContext
 from cluster.gateway.handlers.topics import over_partition_limits
 from cluster.metadata import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TopicSpec, validate_topic_name
 
@@ -27,7 +28,7 @@ KEY_TYPE_TRANSACTION = 1
 KEY_TYPE_SHARE = 2
 
 
-def api_versions(gw: Any, request: Request) -> Any:
+def api_versions(gw: GatewayContext, request: Request) -> Any:
     return build_response(
         ApiKey.API_VERSIONS,
         request.api_version,
@@ -40,16 +41,16 @@ def api_versions(gw: Any, request: Request) -> Any:
     )
 
 
-def _brokers(gw: Any) -> list[dict[str, Any]]:
+def _brokers(gw: GatewayContext) -> list[dict[str, Any]]:
     return [{"node_id": g.node_id, "host": g.host, "port": g.port, "rack": None} for g in gw.leadership.gateways]
 
 
-def _controller_id(gw: Any) -> int:
+def _controller_id(gw: GatewayContext) -> int:
     gateways = gw.leadership.gateways
     return gateways[0].node_id if gateways else -1
 
 
-def _topic_entry(gw: Any, name: str) -> dict[str, Any]:
+def _topic_entry(gw: GatewayContext, name: str) -> dict[str, Any]:
     leadership = gw.leadership
     info = leadership.topics[name]
     partitions = []
@@ -81,7 +82,7 @@ def _topic_entry(gw: Any, name: str) -> dict[str, Any]:
     }
 
 
-async def metadata(gw: Any, request: Request) -> Any:
+async def metadata(gw: GatewayContext, request: Request) -> Any:
     body = request.body
     requested = body.topics
     auto_create = getattr(body, "allow_auto_topic_creation", True) and gw.config["auto.create.topics.enable"]
@@ -134,7 +135,7 @@ async def metadata(gw: Any, request: Request) -> Any:
     )
 
 
-def describe_cluster(gw: Any, request: Request) -> Any:
+def describe_cluster(gw: GatewayContext, request: Request) -> Any:
     brokers = [{"broker_id": g.node_id, "host": g.host, "port": g.port, "rack": None} for g in gw.leadership.gateways]
     return build_response(
         ApiKey.DESCRIBE_CLUSTER,
@@ -148,7 +149,7 @@ def describe_cluster(gw: Any, request: Request) -> Any:
     )
 
 
-def coordinator_for(gw: Any, key_type: int, key: str) -> dict[str, Any]:
+def coordinator_for(gw: GatewayContext, key_type: int, key: str) -> dict[str, Any]:
     """The gateway that fronts the internal partition owning key, as a FindCoordinator entry."""
     leadership = gw.leadership
     if key_type == KEY_TYPE_GROUP:
@@ -180,7 +181,7 @@ def _no_coordinator(key: str, error: ErrorCode, message: str) -> dict[str, Any]:
     return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error, "error_message": message}
 
 
-def find_coordinator(gw: Any, request: Request) -> Any:
+def find_coordinator(gw: GatewayContext, request: Request) -> Any:
     body = request.body
     key_type = getattr(body, "key_type", KEY_TYPE_GROUP)
     if request.api_version >= 4:

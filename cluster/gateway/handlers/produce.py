@@ -20,11 +20,12 @@ from kio.schema.errors import ErrorCode
 
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
+from cluster.gateway.context import GatewayContext
 from cluster.gateway.handlers.common import kafka_message, partition_known, refresh_if_unknown
 from cluster.partition import ProduceOutcome
 
 
-async def produce(gw: Any, request: Request) -> Any:
+async def produce(gw: GatewayContext, request: Request) -> Any:
     body = request.body
     acks = body.acks
     known = gw.leadership.topics
@@ -64,7 +65,7 @@ def _request_error(acks: int, transactional_id: str | None) -> ProduceOutcome | 
     return None
 
 
-def _partition_error(gw: Any, topic: str, partition: int) -> ProduceOutcome | None:
+def _partition_error(gw: GatewayContext, topic: str, partition: int) -> ProduceOutcome | None:
     info = gw.leadership.topics.get(topic)
     if info is None or not partition_known(gw, topic, partition):
         return ProduceOutcome(ErrorCode.unknown_topic_or_partition, message=f"unknown partition {topic}-{partition}")

@@ -25,13 +25,14 @@ from kio.schema.errors import ErrorCode
 
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
+from cluster.gateway.context import GatewayContext
 from cluster.gateway.producer_ids import NoProducerIdBlock
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 
 
-async def init_producer_id(gw: Any, request: Request) -> Any:
+async def init_producer_id(gw: GatewayContext, request: Request) -> Any:
     body = request.body
     producer_id = getattr(body, "producer_id", NO_PRODUCER_ID)  # v3+
     producer_epoch = getattr(body, "producer_epoch", NO_PRODUCER_EPOCH)

@@ -16,18 +16,19 @@ from kio.schema.errors import ErrorCode
 
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.auth.credential_admin import describe, plan_alteration
+from cluster.gateway.context import GatewayContext
 
 log = logging.getLogger(__name__)
 
 _REFUSED = "Cluster authorization failed."
 
 
-def _is_super_user(gw: Any, request: Any) -> bool:
+def _is_super_user(gw: GatewayContext, request: Any) -> bool:
     session = request.session
     return session is not None and session.principal is not None and session.principal in gw.super_users
 
 
-async def alter_user_scram_credentials(gw: Any, request: Any) -> Any:
+async def alter_user_scram_credentials(gw: GatewayContext, request: Any) -> Any:
     body = request.body
 
     def answer(results: list[dict]) -> Any:
@@ -53,7 +54,7 @@ async def alter_user_scram_credentials(gw: Any, request: Any) -> Any:
     return answer(results)
 
 
-def describe_user_scram_credentials(gw: Any, request: Any) -> Any:
+def describe_user_scram_credentials(gw: GatewayContext, request: Any) -> Any:
     requested = [u.name for u in request.body.users] if request.body.users is not None else None
 
     def answer(data: dict) -> Any:

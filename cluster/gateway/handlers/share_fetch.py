@@ -23,6 +23,7 @@ from kio.schema.errors import ErrorCode
 from sharestate.state_batches import AcknowledgementBatch
 
 from cluster.calls import ShareFetchSpec, SharePartitionCall
+from cluster.gateway.context import GatewayContext
 from cluster.group_configs import lock_duration_ms
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
@@ -80,7 +81,7 @@ def invalid_acknowledgements(batches: tuple[AcknowledgementBatch, ...]) -> str |
 # -- ShareFetch ---------------------------------------------------------------------------------------
 
 
-async def share_fetch(gw: Any, request: Request) -> Any:
+async def share_fetch(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
     acks = _acknowledgements(b.topics)
     invalid = _invalid_ids(b.group_id, b.member_id)
@@ -159,7 +160,7 @@ def _fetch_error(v: int, code: ErrorCode, message: str) -> Any:
 # -- ShareAcknowledge -----------------------------------------------------------------------------------
 
 
-async def share_acknowledge(gw: Any, request: Request) -> Any:
+async def share_acknowledge(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
     acks = _acknowledgements(b.topics)
     invalid = _invalid_ids(b.group_id, b.member_id)
@@ -203,7 +204,7 @@ def _acknowledge_error(v: int, code: ErrorCode, message: str) -> Any:
     )
 
 
-def _endpoints(gw: Any) -> list[dict[str, Any]]:
+def _endpoints(gw: GatewayContext) -> list[dict[str, Any]]:
     return [{"node_id": g.node_id, "host": g.host, "port": g.port} for g in gw.leadership.gateways]
 
 
@@ -211,7 +212,7 @@ def _endpoints(gw: Any) -> list[dict[str, Any]]:
 
 
 async def call_leaders(
-    gw: Any,
+    gw: GatewayContext,
     session: ShareSession,
     fetching: list[SharePartitionId],
     acks: dict[SharePartitionId, tuple[AcknowledgementBatch, ...]],
@@ -268,7 +269,7 @@ async def call_leaders(
 # -- ending sessions ----------------------------------------------------------------------------------------
 
 
-async def end_session(gw: Any, session: ShareSession) -> None:
+async def end_session(gw: GatewayContext, session: ShareSession) -> None:
     """Release what the member holds on the session's partitions, once its calls are back; when
     the group has no session left here, its share partitions are evicted from their leaders."""
     if session.in_flight:
@@ -284,7 +285,7 @@ async def end_session(gw: Any, session: ShareSession) -> None:
         await gw.partitions.share_evict(session.group_id, _named(gw, emptied), gateway=gw.node_id)
 
 
-def _named(gw: Any, partitions: Iterable[SharePartitionId]) -> list[tuple[str, int]]:
+def _named(gw: GatewayContext, partitions: Iterable[SharePartitionId]) -> list[tuple[str, int]]:
     """(topic name, partition) of each partition whose topic this gateway still knows."""
     named = []
     for topic_id, p in partitions:
@@ -294,7 +295,7 @@ def _named(gw: Any, partitions: Iterable[SharePartitionId]) -> list[tuple[str, i
     return named
 
 
-def connection_closed(gw: Any, connection_id: int) -> None:
+def connection_closed(gw: GatewayContext, connection_id: int) -> None:
     """Kafka's ClientConnectionDisconnectListener: end the sessions this connection created."""
     for session in gw.share_sessions.disconnected(connection_id):
         asyncio.ensure_future(end_session(gw, session))

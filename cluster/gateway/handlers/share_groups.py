@@ -18,10 +18,11 @@ from cluster.calls import CoordinatorOp as Op
 from cluster.calls import Failed
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
+from cluster.gateway.context import GatewayContext
 from cluster.gateway.handlers.common import kafka_message, partition_known, refresh_if_unknown
 
 
-async def share_group_heartbeat(gw: Any, request: Request) -> Any:
+async def share_group_heartbeat(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
     req = ShareGroupHeartbeatRequest(
         group_id=b.group_id,
@@ -60,7 +61,7 @@ async def share_group_heartbeat(gw: Any, request: Request) -> Any:
     )
 
 
-async def share_group_describe(gw: Any, request: Request) -> Any:
+async def share_group_describe(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
     per_group = await gw.coordinators.per_group(Op.SHARE_DESCRIBE, b.group_ids)
     groups = []
@@ -107,7 +108,7 @@ async def share_group_describe(gw: Any, request: Request) -> Any:
 # -- DescribeShareGroupOffsets ---------------------------------------------------------------------------
 
 
-async def describe_share_group_offsets(gw: Any, request: Request) -> Any:
+async def describe_share_group_offsets(gw: GatewayContext, request: Request) -> Any:
     """Each share partition's start offset from the share coordinator (ReadShareGroupStateSummary);
     v1 adds the lag: records from the start offset to the log end not yet done."""
     b, v = request.body, request.api_version
@@ -116,7 +117,7 @@ async def describe_share_group_offsets(gw: Any, request: Request) -> Any:
     return build_response(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, v, {"groups": list(groups)})
 
 
-async def _group_offsets(gw: Any, group: Any, listed: Any, v: int) -> dict[str, Any]:
+async def _group_offsets(gw: GatewayContext, group: Any, listed: Any, v: int) -> dict[str, Any]:
     if isinstance(listed, Failed) or listed.error_code != ErrorCode.none:
         code = listed.error_code
         message = listed.message if isinstance(listed, Failed) else listed.error_message
@@ -158,6 +159,6 @@ async def _group_offsets(gw: Any, group: Any, listed: Any, v: int) -> dict[str, 
     return {"group_id": group.group_id, "error_code": ErrorCode.none, "topics": topics}
 
 
-async def _log_end(gw: Any, topic: str, partition: int) -> int:
+async def _log_end(gw: GatewayContext, topic: str, partition: int) -> int:
     end = await gw.partitions.list_offsets(topic, partition)
     return end.offset if end.error_code == ErrorCode.none else -1

@@ -19,11 +19,12 @@ from kio.schema.errors import ErrorCode
 from cluster.clients.controller import ControllerFailed
 from cluster.gateway.apis import ApiKey, build_response
 from cluster.gateway.connection import Request
+from cluster.gateway.context import GatewayContext
 from cluster.gateway.handlers.common import kafka_message
 from cluster.metadata import PartitionBudget, PartitionLimits, TopicOutcome, TopicSpec, validate_topic_name
 
 
-async def create_topics(gw: Any, request: Request) -> Any:
+async def create_topics(gw: GatewayContext, request: Request) -> Any:
     body = request.body
     specs = []
     for t in body.topics:
@@ -64,7 +65,7 @@ async def create_topics(gw: Any, request: Request) -> Any:
     )
 
 
-async def delete_topics(gw: Any, request: Request) -> Any:
+async def delete_topics(gw: GatewayContext, request: Request) -> Any:
     body = request.body
     if request.api_version >= 6:
         names: list[str | None] = []
@@ -101,7 +102,7 @@ async def delete_topics(gw: Any, request: Request) -> Any:
     return build_response(ApiKey.DELETE_TOPICS, request.api_version, {"responses": responses})
 
 
-async def create_partitions(gw: Any, request: Request) -> Any:
+async def create_partitions(gw: GatewayContext, request: Request) -> Any:
     body = request.body
     results = []
     budget = _budget(gw)
@@ -124,12 +125,12 @@ async def create_partitions(gw: Any, request: Request) -> Any:
     return build_response(ApiKey.CREATE_PARTITIONS, request.api_version, {"results": results})
 
 
-def _budget(gw: Any) -> PartitionBudget:
+def _budget(gw: GatewayContext) -> PartitionBudget:
     topics = gw.leadership.topics.values()
     return PartitionBudget(PartitionLimits.from_config(gw.config), sum(t.partitions for t in topics))
 
 
-def over_partition_limits(gw: Any, specs: list[TopicSpec]) -> dict[int, TopicOutcome]:
+def over_partition_limits(gw: GatewayContext, specs: list[TopicSpec]) -> dict[int, TopicOutcome]:
     """Index -> POLICY_VIOLATION for the specs whose partitions would pass a limit. Specs the
     controller refuses for another reason (bad name, non-positive count) are left to it."""
     budget = _budget(gw)
