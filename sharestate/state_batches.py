@@ -8,18 +8,19 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
+from kernel.message import message
 from sharestate.inflight import InFlightState
 from sharestate.records import StateBatch
 
 
-@dataclass(frozen=True, slots=True)
+@message(flat=True)  # crosses Ray in every ShareFetch answer
 class AcquiredRecords:
     first_offset: int
     last_offset: int
     delivery_count: int
 
 
-@dataclass(frozen=True, slots=True)
+@message(flat=True)  # crosses Ray in every ShareFetch that acknowledges
 class AcknowledgementBatch:
     first_offset: int
     last_offset: int
