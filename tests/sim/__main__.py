@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
-from tests.sim import share_world, world
+from tests.sim import harness, share_world, world
 
 DEFAULT_STEPS = {"group": 400, "share": 300}
 
@@ -42,7 +42,7 @@ def replay(kind: str, seed: int, steps: int, verbose: bool, retention: bool, con
                 for line in sim.trace[before:]:
                     console.print(f"[dim]{n:4}[/] {line}", highlight=False)
             sim.check()
-    except world.Violation as exc:
+    except harness.Violation as exc:
         console.print(f"[red]{kind} seed {seed}, step {n}: {exc}")
         return 1
     finally:
@@ -60,7 +60,7 @@ def soak(kind: str, start: int, seeds: int, steps: int, retention: bool, console
         for seed in range(start, start + seeds):
             try:
                 _run(kind, seed, steps, retention)
-            except world.Violation as exc:
+            except harness.Violation as exc:
                 failures.append((seed, str(exc).splitlines()[0]))
             progress.advance(task)
     elapsed = time.perf_counter() - started

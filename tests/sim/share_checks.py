@@ -24,7 +24,7 @@ from cluster.recordbatch import decode_records
 from sharestate.coordinator_shard import ShareCoordinatorShard, SharePartitionKey
 from sharestate.inflight import RecordState
 from sharestate.records import CODEC
-from tests.sim.world import Violation
+from tests.sim.harness import Violation
 
 if TYPE_CHECKING:
     from tests.sim.share_world import ShareWorld

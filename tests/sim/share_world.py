@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import random
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,21 +22,19 @@ from kio.schema.errors import ErrorCode
 
 from cluster.config import Config
 from cluster.log import LogConfig
-from cluster.runtime import CoordinatorRuntime, ManualWakeups, RuntimeConfig
+from cluster.runtime import CoordinatorRuntime, RuntimeConfig
 from cluster.share.manager import SharePartitionManager
 from cluster.share.requests import ShareFetchCall, ShareItem
-from kernel.clock import ManualClock
 from sharestate import messages as m
 from sharestate.config import ShareCoordinatorConfig
 from sharestate.coordinator_shard import ShareCoordinatorShard
 from sharestate.inflight import AcknowledgeType as A
 from sharestate.records import CODEC
-from tests.sim import share_checks
-from tests.sim.disk import ManualExecutor, MemoryDisk
+from tests.sim import harness, share_checks
+from tests.sim.harness import Harness, Violation
 from tests.sim.share_log import SimUserPartition
 from tests.sim.share_members import Hold, Ledger, ShareMember, odd_ack, ranges_of
 from tests.sim.share_persister import SimPersister
-from tests.sim.world import Violation
 
 GROUP = "share-group"
 STATE_TP = ("__share_group_state", 0)
@@ -46,21 +43,14 @@ LOCK_MS = 5_000
 DELIVERY_LIMIT = 3
 
 
-class ShareWorld:
+class ShareWorld(Harness):
     def __init__(self, seed: int, members: int = 3, retention: bool = False) -> None:
-        self.seed = seed
+        super().__init__(seed)
         # Retention moving the log start past the share partition is off by default; half of the
         # seeds of test_share_sim.py turn it on.
         self.retention = retention
-        self.rng = random.Random(seed)
-        self.loop = asyncio.new_event_loop()
-        self.clock = ManualClock(1_000_000)
-        self.wakeups = ManualWakeups(self.clock)
-        self.disk = MemoryDisk()
-        self.executor = ManualExecutor()
         self.epoch = 1
         self.reloading: asyncio.Task | None = None
-        self.trace: list[str] = []
         self.violation: Violation | None = None  # raised in a callback: reported by check()
         self.members = [ShareMember(f"s{i}") for i in range(members)]
         self.ledger = Ledger(len(TOPICS), LOCK_MS)
@@ -101,23 +91,6 @@ class ShareWorld:
     def host(self, tpi: int) -> Any:
         return self.manager.hosts.get(self.key(tpi))
 
-    # -- driving the loop ------------------------------------------------------------------------
-
-    def _run(self, coroutine) -> Any:
-        task = self.loop.create_task(coroutine)
-        while not task.done():
-            self.settle()
-            if not task.done() and not self.executor.run_next():
-                self.settle()
-        return task.result()
-
-    def settle(self) -> None:
-        async def spin() -> None:
-            for _ in range(64):
-                await asyncio.sleep(0)
-
-        self.loop.run_until_complete(spin())
-
     # -- the schedule ----------------------------------------------------------------------------
 
     def step(self) -> None:
@@ -130,9 +103,7 @@ class ShareWorld:
             first, last = self.partitions[tpi].produce(n)
             self.trace.append(f"produce p{tpi} {first}-{last}")
         elif roll < 0.60:
-            ms = self.rng.choice((self.rng.randint(50, 2000), self.rng.randint(LOCK_MS // 2, LOCK_MS + 500)))
-            self.trace.append(f"clock +{ms}")
-            self.loop.run_until_complete(self._advance(ms))
+            self.advance(self.rng.choice((self.rng.randint(50, 2000), self.rng.randint(LOCK_MS // 2, LOCK_MS + 500))))
         elif roll < 0.87:
             self.trace.append("io")
             self.executor.run_next()
@@ -157,9 +128,6 @@ class ShareWorld:
                 start = part.retain_from(self.rng.randrange(len(part.batches)))
                 self.trace.append(f"retention p{tpi}: log starts at {start}")
         self.settle()
-
-    async def _advance(self, ms: int) -> None:
-        self.wakeups.advance(ms)  # expired locks submit their writes: that needs the running loop
 
     async def _reload(self, epoch: int) -> None:
         await self.runtime.unload(STATE_TP)
@@ -317,26 +285,9 @@ class ShareWorld:
         if self.quiescent():
             self.checks.at_rest()
 
-    def close(self) -> None:
-        for task in asyncio.all_tasks(self.loop):
-            task.cancel()
-        self.loop.run_until_complete(asyncio.sleep(0))
-        self.loop.close()
-
-
 def run(seed: int, steps: int = 300, retention: bool = False) -> ShareWorld:
     """Run one seed; raise Violation (with the seed and the last steps) on the first broken invariant."""
-    world = ShareWorld(seed, retention=retention)
-    try:
-        for n in range(steps):
-            world.step()
-            world.check()
-    except Violation as exc:
-        tail = "\n  ".join(world.trace[-25:])
-        raise Violation(f"share seed {seed}, step {n}: {exc}\n  last steps:\n  {tail}") from None
-    finally:
-        world.close()
-    return world
+    return harness.run(lambda: ShareWorld(seed, retention=retention), seed, steps, "share ")
 
 
 def _not_in_flight(host: Any, acks: list) -> set[int]:

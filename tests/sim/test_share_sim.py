@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.sim.share_world import run
-from tests.sim.world import Violation
+from tests.sim.harness import Violation
 
 SEEDS = range(200)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
-import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,12 +18,12 @@ from kio.schema.errors import ErrorCode
 
 from cluster.log import LogConfig
 from cluster.recordbatch import decode_records
-from cluster.runtime import CoordinatorRuntime, ManualWakeups, RuntimeConfig
+from cluster.runtime import CoordinatorRuntime, RuntimeConfig
 from coordinator.config import GroupCoordinatorConfig
 from coordinator.records import CODEC, GroupMetadataKey
 from coordinator.shard import GroupCoordinatorShard
-from kernel.clock import ManualClock
-from tests.sim.disk import ManualExecutor, MemoryDisk
+from tests.sim import harness
+from tests.sim.harness import Harness, Violation
 from tests.sim.members import PARTITIONS, TOPIC, Phase, SimMember
 
 TP = ("__consumer_offsets", 0)
@@ -34,10 +33,6 @@ CONFIG = GroupCoordinatorConfig(
     offsets_retention_ms=20_000,
     offsets_retention_check_interval_ms=3_000,
 )
-
-
-class Violation(AssertionError):
-    pass
 
 
 @dataclass
@@ -57,21 +52,14 @@ def new_shard(tp, clock, ids) -> GroupCoordinatorShard:
     return GroupCoordinatorShard(tp, clock, config=CONFIG, new_member_id=lambda prefix: f"{prefix}-{next(ids)}")
 
 
-class World:
+class World(Harness):
     def __init__(self, seed: int, groups: int = 2, members_per_group: int = 3) -> None:
-        self.seed = seed
-        self.rng = random.Random(seed)
-        self.loop = asyncio.new_event_loop()
-        self.clock = ManualClock(1_000_000)
-        self.wakeups = ManualWakeups(self.clock)
-        self.disk = MemoryDisk()
-        self.executor = ManualExecutor()
+        super().__init__(seed)
         self.ids = itertools.count()
         self.epoch = 1
         self.reloading: asyncio.Task | None = None
         self.facts = Facts()
         self.next_offset = itertools.count(1)
-        self.trace: list[str] = []
         self.members = [
             SimMember(f"m{g}.{i}", f"group-{g}") for g in range(groups) for i in range(members_per_group)
         ]
@@ -87,30 +75,10 @@ class World:
         )
         self._run(self._load())
 
-    # -- driving the loop ------------------------------------------------------------------------
-
-    def _run(self, coroutine) -> Any:
-        task = self.loop.create_task(coroutine)
-        while not task.done():
-            self.settle()
-            if not task.done() and not self.executor.run_next():
-                self.settle()
-        return task.result()
-
     async def _load(self) -> None:
         await self.runtime.load(TP, self.epoch)
 
-    def settle(self) -> None:
-        """Run every callback that is ready, and what they make ready, without completing I/O."""
-
-        async def spin() -> None:
-            for _ in range(64):
-                await asyncio.sleep(0)
-
-        self.loop.run_until_complete(spin())
-        self._watch_disk()
-
-    def _watch_disk(self) -> None:
+    def settled(self) -> None:
         # A group tombstone ends an incarnation: a group created again starts at generation 0.
         for path, batch in self.disk.appended[self.disk_listener_seen:]:
             for _offset, key, value in decode_records(batch):
@@ -127,9 +95,7 @@ class World:
         if roll < 0.50:
             self._member_step(self.rng.choice(self.members))
         elif roll < 0.65:
-            ms = self.rng.randint(50, 4000)
-            self.trace.append(f"clock +{ms}")
-            self.loop.run_until_complete(self._advance(ms))
+            self.advance(self.rng.randint(50, 4000))
         elif roll < 0.93:
             self.trace.append("io")
             self.executor.run_next()
@@ -141,9 +107,6 @@ class World:
             self.epoch += 1
             self.reloading = self.loop.create_task(self._reload(self.epoch))
         self.settle()
-
-    async def _advance(self, ms: int) -> None:
-        self.wakeups.advance(ms)  # due timers enqueue their operations: that needs the running loop
 
     async def _reload(self, epoch: int) -> None:
         await self.runtime.unload(TP)
@@ -287,26 +250,9 @@ class World:
             if mine != logged:
                 raise Violation(f"{group_id}: in memory {mine}, replayed from the log {logged}")
 
-    def close(self) -> None:
-        for task in asyncio.all_tasks(self.loop):
-            task.cancel()
-        self.loop.run_until_complete(asyncio.sleep(0))
-        self.loop.close()
-
-
 def run(seed: int, steps: int = 400) -> World:
     """Run one seed; raise Violation (with the seed and the last steps) on the first broken invariant."""
-    world = World(seed)
-    try:
-        for n in range(steps):
-            world.step()
-            world.check()
-    except Violation as exc:
-        tail = "\n  ".join(world.trace[-25:])
-        raise Violation(f"seed {seed}, step {n}: {exc}\n  last steps:\n  {tail}") from None
-    finally:
-        world.close()
-    return world
+    return harness.run(lambda: World(seed), seed, steps)
 
 
 __all__ = ["run", "World", "Violation", "PARTITIONS"]
