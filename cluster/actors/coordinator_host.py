@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,18 @@ def _as_error(exc: Exception) -> Failed:
     return Failed(ErrorCode.coordinator_not_available, str(exc))
 
 
+@dataclass(frozen=True, slots=True)
+class Seams:
+    """What a simulation puts in place of the real I/O under a coordinator (tests/sim/): the
+    executor that runs blocking work, the clock, the wakeups that fire timers, and what opens a
+    partition's log. None: the real one."""
+
+    executor: Any = None
+    clock: Any = None
+    wakeups: Any = None
+    log_opener: Any = None
+
+
 class CoordinatorHost:
     def __init__(
         self,
@@ -66,11 +79,12 @@ class CoordinatorHost:
         shard_factory: ShardFactory,
         config: Config,
         data_dir: Path,
+        seams: Seams = Seams(),
     ) -> None:
         self.name = name
         self.kind = kind
         self.config = config
-        self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"{name}-io")
+        self.executor = seams.executor or ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"{name}-io")
         self.runtime = CoordinatorRuntime(
             codec=codec,
             shard_factory=shard_factory,
@@ -81,6 +95,9 @@ class CoordinatorHost:
                 shared_sync=True,
             ),
             executor=self.executor,
+            clock=seams.clock,
+            wakeups=seams.wakeups,
+            log_opener=seams.log_opener,
         )
 
     async def load(self, items: list[tuple[str, int, int]]) -> list[str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from coordinator.shard import GroupCoordinatorShard
 
 from cluster.actors.answer_channels import AnswerChannels
 from cluster.actors.common import setup_logging
-from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorHost
+from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorHost, Seams
 from cluster.calls import CoordinatorItem, CoordinatorOp, Failed, ParkedItem, pack, unpack
 from cluster.calls.kinds import ActorKind
 from cluster.config import Config
@@ -63,10 +64,11 @@ def new_member_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4()}"
 
 
-@ray.remote
-class GroupCoordinatorActor(CoordinatorActorBody):
-    def __init__(self, name: str, config: Config, data_dir: str, controller: Any = None) -> None:
-        setup_logging()
+class GroupCoordinator(CoordinatorActorBody):
+    """The actor's body, a plain object (the simulation runs it without Ray)."""
+
+    def __init__(self, name: str, config: Config, data_dir: str, controller: Any = None, seams: Seams = Seams(),
+                 new_member_id: Callable[[str], str] = new_member_id) -> None:
         self.config = config
         # The groups' configs the shards apply (share session settings), given by the controller's
         # Leadership pushes; one manager for every shard of this actor.
@@ -76,7 +78,7 @@ class GroupCoordinatorActor(CoordinatorActorBody):
             GroupCoordinatorShard, config=group_coordinator_config(config), new_member_id=new_member_id,
             group_config_manager=self.group_configs,
         )
-        self.host = CoordinatorHost(name, ActorKind.GROUP_COORDINATOR, CODEC, factory, config, Path(data_dir))
+        self.host = CoordinatorHost(name, ActorKind.GROUP_COORDINATOR, CODEC, factory, config, Path(data_dir), seams)
         self.router = Router(controller, empty_leadership())
         persister = Persister(self.router, config["share.coordinator.state.topic.num.partitions"])
         self.share_state = ShareGroupState(self.host.runtime, persister)
@@ -179,3 +181,9 @@ class GroupCoordinatorActor(CoordinatorActorBody):
         await asyncio.gather(*(one(tp) for tp in list(runtime.partitions)))
         return error, listed
 
+
+@ray.remote
+class GroupCoordinatorActor(GroupCoordinator):
+    def __init__(self, name: str, config: Config, data_dir: str, controller: Any = None) -> None:
+        setup_logging()
+        super().__init__(name, config, data_dir, controller)

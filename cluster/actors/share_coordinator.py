@@ -19,7 +19,7 @@ from sharestate.coordinator_shard import ShareCoordinatorShard
 from sharestate.records import CODEC
 
 from cluster.actors.common import setup_logging
-from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorHost
+from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorHost, Seams
 from cluster.calls import CoordinatorItem
 from cluster.calls.kinds import ActorKind
 from cluster.config import Config
@@ -31,12 +31,19 @@ def share_coordinator_config(config: Config) -> ShareCoordinatorConfig:
     )
 
 
-@ray.remote
-class ShareCoordinatorActor(CoordinatorActorBody):
-    def __init__(self, name: str, config: Config, data_dir: str, controller: Any = None) -> None:
-        setup_logging()
+class ShareCoordinator(CoordinatorActorBody):
+    """The actor's body, a plain object (the simulation runs it without Ray)."""
+
+    def __init__(self, name: str, config: Config, data_dir: str, controller: Any = None, seams: Seams = Seams()) -> None:
         factory = functools.partial(ShareCoordinatorShard, config=share_coordinator_config(config))
-        self.host = CoordinatorHost(name, ActorKind.SHARE_COORDINATOR, CODEC, factory, config, Path(data_dir))
+        self.host = CoordinatorHost(name, ActorKind.SHARE_COORDINATOR, CODEC, factory, config, Path(data_dir), seams)
 
     async def execute(self, items: list[CoordinatorItem]) -> list[Any]:
         return await self.host.execute_all(SHARE_GROUP_STATE, items)
+
+
+@ray.remote
+class ShareCoordinatorActor(ShareCoordinator):
+    def __init__(self, name: str, config: Config, data_dir: str, controller: Any = None) -> None:
+        setup_logging()
+        super().__init__(name, config, data_dir, controller)
