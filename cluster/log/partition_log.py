@@ -197,11 +197,14 @@ class PartitionLog:
             log.error("%s: %s; the log refuses appends until reopened", self.directory, self._failed)
 
     def _check_writable(self) -> None:
-        if self._closed:
-            raise LogError(f"log {self.directory} is closed")
+        # A failed log says so first, closed or not: the runtime keeps a failed log it could not
+        # reopen, and each append to it must fail as a write does, so that the runtime answers
+        # the batch and tries the reopen again (a plain LogError there went unanswered: a hang).
         if self._failed is not None:
             message = f"log {self.directory} failed earlier and must be reopened: {self._failed}"
             raise LogWriteError(message, self._failed.errno)
+        if self._closed:
+            raise LogError(f"log {self.directory} is closed")
 
     def _write_to_active(self, segment: Segment, payload: bytes) -> None:
         try:

@@ -18,7 +18,7 @@ from kernel.codec import Record
 from kernel.result import PARKED, RequestToken, Result
 from kernel.timer import TimerChange
 
-from cluster.log import LogWriteError
+from cluster.log import LogError
 from cluster.record_batch_writer import write_batch
 from cluster.runtime.disk import LogDisk
 from cluster.runtime.errors import StorageError
@@ -74,7 +74,7 @@ class BatchRunner:
             data = bytearray(write_batch(numbered, self.clock.now_ms()))
             try:
                 await self.disk.append(partition.log, [data], partition.epoch)
-            except LogWriteError as exc:
+            except LogError as exc:  # LogWriteError, or a log closed under it: the batch is answered either way
                 await self._revert(partition, batch, fired, StorageError(str(exc)))
                 return
             partition.records_since_compaction += len(entries)

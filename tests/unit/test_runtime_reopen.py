@@ -64,3 +64,29 @@ def test_an_append_that_failed_is_not_in_the_log_after_the_reopen(tmp_path, sync
             assert await values_after_reload(tmp_path, executor, **options(shared_sync)) == [{"a": 2}] * 3
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("shared_sync", [False, True], ids=["fsync-per-log", "shared-syncfs"])
+def test_a_log_that_could_not_be_reopened_fails_later_appends_then_reopens(tmp_path, sync, shared_sync):
+    """The reopen after a failed write fails too (the disk still fails): the runtime keeps the
+    failed, closed log. An append to it must fail like a write, so the batch is answered and the
+    reopen tried again; it raised 'log is closed' instead, which left the batch unanswered and the
+    partition hung (seen as this module's first test hanging when the disk healed late)."""
+
+    async def main():
+        with ThreadPoolExecutor(1) as executor:
+            rt = await loaded(make_runtime(tmp_path, executor, **options(shared_sync)))
+            assert await asyncio.gather(*incr_everywhere(rt, "a")) == [1, 1, 1]
+            Disk.failing = sync.fail = True
+            failed = await asyncio.gather(*incr_everywhere(rt, "b"), return_exceptions=True)
+            assert all(isinstance(o, StorageError) for o in failed), failed
+            for partition in rt.partitions.values():
+                await partition.queue.idle()  # the reopen ran, and failed, while the disk failed
+            Disk.failing = sync.fail = False
+            again = await asyncio.wait_for(asyncio.gather(*incr_everywhere(rt, "a"), return_exceptions=True), 30)
+            assert all(isinstance(o, StorageError) for o in again), again  # on the failed log; it reopens now
+            assert await asyncio.wait_for(asyncio.gather(*incr_everywhere(rt, "a")), 30) == [2, 2, 2]
+            await rt.close()
+            assert await values_after_reload(tmp_path, executor, **options(shared_sync)) == [{"a": 2}] * 3
+
+    asyncio.run(main())
