@@ -27,6 +27,10 @@ class ClusterStartError(RuntimeError):
     pass
 
 
+class PortTaken(Exception):
+    """`raygroups up` found a gateway's port taken (by Ray's own ports, started just before)."""
+
+
 def free_port_block(count: int, host: str = "127.0.0.1", attempts: int = 50) -> int:
     """A first port such that `count` consecutive ports are free now."""
     for _ in range(attempts):
@@ -102,6 +106,7 @@ class ClusterProcess:
         self.proc: subprocess.Popen | None = None
         self.log_path = self.run_dir / "cluster.log"
         self.starts = 0
+        self.ready_once = False  # READY at least once: its addresses are known, a restart keeps them
         self._log = open(self.log_path, "ab")
 
     def command(self) -> list[str]:
@@ -126,11 +131,30 @@ class ClusterProcess:
             self.nodes = RayNodes(self.spec.nodes)
 
     def start(self, timeout_s: float = 180.0) -> str:
+        """Start `raygroups up` and wait for READY; the gateways' addresses.
+
+        The gateways' ports are chosen before Ray starts, and Ray, starting first, binds ports of
+        its own at random: one of them can be a gateway's (seen once in a run of the test suite,
+        "address already in use"). Until the cluster has been READY once nobody knows its
+        addresses, so a first start that lost its ports so takes another block, up to 3 times;
+        a restart keeps its addresses, which its clients know."""
+        for attempt in range(3):
+            try:
+                return self._start(timeout_s)
+            except PortTaken:
+                if self.ready_once or attempt == 2:
+                    raise ClusterStartError(f"raygroups up could not bind its gateways' ports; see {self.log_path}") from None
+                self.port = free_port_block(self.spec.gateways, self.host)
+                self.bootstrap = ",".join(f"{self.host}:{self.port + i}" for i in range(self.spec.gateways))
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout_s: float) -> str:
         if self.spec.nodes > 1 and self.nodes is None:
             raise ClusterStartError("start_nodes() first: the Ray nodes come up in the main thread")
         self.starts += 1
         self._log.write(f"\n--- raygroups up (start {self.starts}) ---\n".encode())
         self._log.flush()
+        log_from = self._log.tell()
         env = dict(os.environ, RAY_DEDUP_LOGS="0")
         self.proc = subprocess.Popen(self.command(), stdout=subprocess.PIPE, stderr=self._log, env=env,
                                      start_new_session=True)
@@ -146,12 +170,16 @@ class ClusterProcess:
                 lines.append(line)
                 if line.startswith("READY "):
                     self.bootstrap = ready_addresses(line) or self.bootstrap
+                    self.ready_once = True
                     ready.set()
 
         threading.Thread(target=read, daemon=True, name="cluster-stdout").start()
         deadline = time.monotonic() + timeout_s
         while not ready.wait(0.2):
             if self.proc.poll() is not None:
+                self._log.flush()
+                if b"address already in use" in self.log_path.read_bytes()[log_from:]:
+                    raise PortTaken()
                 raise ClusterStartError(f"raygroups up exited with {self.proc.returncode}; see {self.log_path}")
             if time.monotonic() > deadline:
                 self.kill()
