@@ -4,7 +4,6 @@ which to install instead of failing on an import."""
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 import typer
 
 from loadtest import commands
+from tests.unit.test_layers import top_level_imports
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ("kernel", "coordinator", "sharestate", "cluster")
@@ -21,12 +21,7 @@ EXTRA_MODULES = {"pyspark", "matplotlib", "locust", "pyarrow", "confluent_kafka"
 @pytest.mark.parametrize("path", sorted(p for d in SERVER for p in (ROOT / d).rglob("*.py")),
                          ids=lambda p: str(p.relative_to(ROOT)))
 def test_the_server_imports_no_extra(path):
-    imported = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            imported |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            imported.add(node.module.split(".")[0])
+    imported = top_level_imports(path)
     assert not imported & EXTRA_MODULES, f"{path.relative_to(ROOT)} imports {sorted(imported & EXTRA_MODULES)}"
 
 

@@ -26,14 +26,19 @@ ALLOWED = {
 FILES = sorted(p for d in LAYERS for p in (ROOT / d).rglob("*.py"))
 
 
-def imported_packages(path: Path) -> set[str]:
+def top_level_imports(path: Path) -> set[str]:
+    """Every top-level package the file imports, at the top or inside a function."""
     out = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             out |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             out.add(node.module.split(".")[0])
-    return out & set(LAYERS)
+    return out
+
+
+def imported_packages(path: Path) -> set[str]:
+    return top_level_imports(path) & set(LAYERS)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
