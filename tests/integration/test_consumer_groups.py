@@ -32,13 +32,20 @@ def cluster(tmp_path_factory):
 
 
 class Members:
-    """N consumers of one group in threads; what each consumed, and when all have a share."""
+    """N consumers of one group in threads; what each consumed, and when all have a share.
 
-    def __init__(self) -> None:
+    Stopping is two-phase: every member commits before any leaves. A member that left first would
+    start a rebalance, and a commit racing it fails as Kafka fails it (REBALANCE_IN_PROGRESS while
+    CompletingRebalance, ILLEGAL_GENERATION after the rejoin), so the test would see a client's
+    shutdown race, not the coordinator."""
+
+    def __init__(self, n: int = 3) -> None:
         self.consumed: Counter[tuple[int, int]] = Counter()
         self.assignments: dict[int, set[int]] = {}
         self.lock = threading.Lock()
         self.stop = threading.Event()
+        self.all_committed = threading.Barrier(n, timeout=60)
+        self.errors: list[BaseException] = []
 
     def record(self, member: int, partition: int, offset: int) -> None:
         with self.lock:
@@ -47,6 +54,10 @@ class Members:
     def assigned(self, member: int, partitions: set[int]) -> None:
         with self.lock:
             self.assignments[member] = partitions
+
+    def failed(self, exc: BaseException) -> None:
+        with self.lock:
+            self.errors.append(exc)
 
     def formed(self, n: int) -> bool:
         with self.lock:
@@ -75,8 +86,11 @@ def confluent_member(bootstrap: str, group: str, topic: str, i: int, members: Me
         consumer.commit(asynchronous=False)
     except KafkaException as exc:
         if exc.args[0].code() != KafkaError._NO_OFFSET:  # nothing consumed, nothing to commit
-            raise
+            members.failed(exc)
+    except Exception as exc:
+        members.failed(exc)
     finally:
+        members.all_committed.wait()
         consumer.close()
 
 
@@ -90,27 +104,37 @@ def kafka_python_member(bootstrap: str, group: str, topic: str, i: int, members:
             for m in msgs:
                 members.record(i, m.partition, m.offset)
         members.assigned(i, {tp.partition for tp in consumer.assignment()})
-    consumer.commit()
-    consumer.close()
+    try:
+        consumer.commit()
+    except Exception as exc:
+        members.failed(exc)
+    finally:
+        members.all_committed.wait()
+        consumer.close()
 
 
 def aiokafka_members(bootstrap: str, group: str, topic: str, n: int, members: Members) -> None:
     from aiokafka import AIOKafkaConsumer
 
-    async def one(i: int) -> None:
-        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
-                                    enable_auto_commit=False, heartbeat_interval_ms=500)
+    async def one(i: int, consumer: AIOKafkaConsumer) -> None:
         await consumer.start()
         while not members.stop.is_set():
             for msgs in (await consumer.getmany(timeout_ms=200)).values():
                 for m in msgs:
                     members.record(i, m.partition, m.offset)
             members.assigned(i, {tp.partition for tp in consumer.assignment()})
-        await consumer.commit()
-        await consumer.stop()
+        try:
+            await consumer.commit()
+        except Exception as exc:
+            members.failed(exc)
 
     async def all_of_them() -> None:
-        await asyncio.gather(*(one(i) for i in range(n)))
+        consumers = [AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                                      enable_auto_commit=False, heartbeat_interval_ms=500) for _ in range(n)]
+        try:
+            await asyncio.gather(*(one(i, c) for i, c in enumerate(consumers)))
+        finally:  # every member has committed (the barrier of this one thread): now they may leave
+            await asyncio.gather(*(c.stop() for c in consumers))
 
     asyncio.run(all_of_them())
 
@@ -147,6 +171,7 @@ def test_a_group_of_three_consumes_every_record_exactly_once_and_commits(cluster
         members.stop.set()
         for t in threads:
             t.join(60)
+    assert members.errors == []
     assert len(members.consumed) == RECORDS and set(members.consumed.values()) == {1}
     assert committed(cluster.bootstrap, group, topic) == {p: RECORDS // PARTITIONS for p in range(PARTITIONS)}
 
@@ -154,7 +179,7 @@ def test_a_group_of_three_consumes_every_record_exactly_once_and_commits(cluster
 def test_admin_apis_show_the_group_its_members_and_state(cluster):
     topic, group = "admin-view", "admin-view-group"
     create_topic(cluster.bootstrap, topic, PARTITIONS)
-    members = Members()
+    members = Members(2)
     threads = [threading.Thread(target=confluent_member, args=(cluster.bootstrap, group, topic, i, members)) for i in range(2)]
     for t in threads:
         t.start()
