@@ -29,6 +29,11 @@ class TouchedKeys:
         if self._open and key not in self._saved:
             self._saved[key] = copy()
 
+    @property
+    def open(self) -> bool:
+        """A batch is applied but not yet written (what the shard holds is ahead of its log)."""
+        return self._open
+
     def begin(self) -> None:
         self._saved = {}
         self._open = True

@@ -3,6 +3,7 @@
     python -m tests.sim --seeds 5000            # seeds 0..4999, a progress bar, a summary table
     python -m tests.sim --seed 1234 -v          # replay one seed exactly, printing every step
     python -m tests.sim --kind share --seeds 2000 [--retention]   # the share side (or --kind all)
+    python -m tests.sim --kind coordinator --seeds 2000           # the composed coordinator side
 """
 
 from __future__ import annotations
@@ -11,25 +12,34 @@ import argparse
 import logging
 import sys
 import time
+from collections import Counter
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
-from tests.sim import harness, share_world, world
+from tests.sim import coordinator_world, harness, share_world, world
 
-DEFAULT_STEPS = {"group": 400, "share": 300}
+DEFAULT_STEPS = {"group": 400, "share": 300, "coordinator": 400}
+KINDS = tuple(DEFAULT_STEPS)
 
 
 def _make(kind: str, seed: int, retention: bool):
+    if kind == "coordinator":
+        return coordinator_world.CoordinatorWorld(seed)
     return world.World(seed) if kind == "group" else share_world.ShareWorld(seed, retention=retention)
 
 
-def _run(kind: str, seed: int, steps: int, retention: bool) -> None:
+def _run(kind: str, seed: int, steps: int, retention: bool) -> dict[str, int]:
+    """One seed; what it saw worth counting (the coordinator side's same-epoch re-initializes)."""
     if kind == "group":
         world.run(seed, steps)
-    else:
+    elif kind == "share":
         share_world.run(seed, steps, retention=retention)
+    else:
+        sim = coordinator_world.run(seed, steps)
+        return {"assigned worlds": int(sim.assigned() > 0), "same-epoch re-initializes": len(sim.reinitialized)}
+    return {}
 
 
 def replay(kind: str, seed: int, steps: int, verbose: bool, retention: bool, console: Console) -> int:
@@ -53,13 +63,14 @@ def replay(kind: str, seed: int, steps: int, verbose: bool, retention: bool, con
 
 def soak(kind: str, start: int, seeds: int, steps: int, retention: bool, console: Console) -> int:
     failures: list[tuple[int, str]] = []
+    counts: Counter[str] = Counter()
     started = time.perf_counter()
     with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=console) as progress:
         task = progress.add_task(f"{kind} seeds", total=seeds)
         for seed in range(start, start + seeds):
             try:
-                _run(kind, seed, steps, retention)
+                counts.update(_run(kind, seed, steps, retention))
             except harness.Violation as exc:
                 failures.append((seed, str(exc).splitlines()[0]))
             progress.advance(task)
@@ -70,24 +81,27 @@ def soak(kind: str, start: int, seeds: int, steps: int, retention: bool, console
     for seed, text in failures[:50]:
         table.add_row(str(seed), text)
     console.print(table if failures else f"[green]{table.title}: every invariant held")
+    for what, n in sorted(counts.items()):
+        console.print(f"  {what}: {n}")
     return 1 if failures else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.sim", description=__doc__.splitlines()[0])
-    parser.add_argument("--kind", choices=("group", "share", "all"), default="group", help="which coordinator side")
+    parser.add_argument("--kind", choices=(*KINDS, "all"), default="group", help="which coordinator side")
     parser.add_argument("--share", action="store_const", const="share", dest="kind", help="same as --kind share")
     parser.add_argument("--seeds", type=int, default=1000, help="how many seeds to run (from --start)")
     parser.add_argument("--start", type=int, default=0)
-    parser.add_argument("--steps", type=int, help="steps per seed (default: 400 group, 300 share)")
+    parser.add_argument("--steps", type=int, help="steps per seed (default: 400 group, 300 share, 400 coordinator)")
     parser.add_argument("--seed", type=int, help="replay this one seed")
     parser.add_argument("--retention", action="store_true", help="share: let retention move the log start")
     parser.add_argument("-v", "--verbose", action="store_true", help="with --seed: print every step")
     args = parser.parse_args(argv)
     # Failed share-state writes are expected here by the thousand; their warnings would bury the table.
-    logging.getLogger("cluster").setLevel(logging.ERROR)
+    # (and failed loads, which the reconciler logs as errors, by the hundred)
+    logging.getLogger("cluster").setLevel(logging.CRITICAL)
     console = Console()
-    kinds = ("group", "share") if args.kind == "all" else (args.kind,)
+    kinds = KINDS if args.kind == "all" else (args.kind,)
     code = 0
     for kind in kinds:
         steps = args.steps or DEFAULT_STEPS[kind]

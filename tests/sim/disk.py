@@ -73,6 +73,8 @@ class ManualExecutor(Executor):
         if not self.jobs:
             return False
         future, fn, args = self.jobs.pop(0)
+        if not future.set_running_or_notify_cancel():
+            return True  # cancelled before it ran (its actor died): a thread pool skips it too
         try:
             future.set_result(fn(*args))
         except BaseException as exc:  # handed to the awaiting coroutine, as a thread pool would

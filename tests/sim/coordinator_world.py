@@ -1,0 +1,476 @@
+"""The composed coordinator side: share-group members heartbeating through the gateway's real
+clients (CoordinatorClient, the router and its batchers) to real GroupCoordinator bodies leading two
+`__consumer_offsets` partitions, which initialize share state on a real ShareCoordinator through
+their real Persisters (retries included); the real Reconciler plays the controller, over a
+simulated Ray.
+
+Ray is the world's `Network`: every `.remote()` call waits there until the schedule delivers it;
+a killed actor fails what was sent to it and what it was running (RayActorError), and may have
+applied a call whose answer it never sent. The reconciler (cluster/control/reconciler.py) spawns
+the actors through `SimPool`, notices a death through the pool's `watch`, replaces the actor and
+moves its partitions at newer epochs (its loads and unloads cross the same Network), and moves a
+partition between live actors when the schedule says (an operator's move). The gateway's router
+learns of a change by pulling the reconciler's map on NOT_COORDINATOR or a dead actor, as in the
+cluster. Clock, timers, disk and blocking work are the harness's (tests/sim/harness.py).
+
+Invariants (checked after every step):
+- assigned ⇒ initialized: a partition a member was assigned has share state on the share
+  coordinator (Kafka assigns only initialized share partitions; the state is durable before the
+  group records it initialized).
+- a share state's state epoch never goes back (an initialize below it is fenced).
+- one leader: no partition is active on two live actors at once (the reconciler releases first).
+- member epochs only grow while a member keeps its id.
+
+Not an invariant, counted instead: an initialize that applies again at the *same* state epoch
+after the partition was assigned. Kafka 4.2's ShareCoordinatorShard.initializeState fences only a
+lower epoch, and its group coordinator re-sends an initialize still unanswered after
+`group.share.initialize.retry.interval.ms` while the first may yet apply (a Persister still
+retrying it); ours does the same (SPEC.md: Kafka 4.2 decides). `reinitialized` counts them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from ray.exceptions import RayActorError
+
+from coordinator.share.messages import ShareGroupHeartbeatRequest, ShareHeartbeatOutcome
+from sharestate.coordinator_shard import SharePartitionKey
+
+from cluster.actors.coordinator_host import Seams
+from cluster.actors.group_coordinator import GroupCoordinator
+from cluster.actors.share_coordinator import ShareCoordinator
+from cluster.calls import ActorKind, CoordinatorOp, Failed, unpack
+from cluster.clients.coordinator import CoordinatorClient
+from cluster.clients.routing import Router
+from cluster.config import Config
+from cluster.control.leadership_changes import Cause
+from cluster.control.reconciler import Reconciler
+from cluster.metadata import CONSUMER_OFFSETS, SHARE_GROUP_STATE, ClusterMetadata, TopicInfo
+from tests.sim import harness
+from tests.sim.harness import Harness, Violation
+
+TOPICS = {
+    "orders": TopicInfo("orders", uuid.UUID(int=101), 2, False, {}),
+    "payments": TopicInfo("payments", uuid.UUID(int=102), 1, False, {}),
+}
+GROUPS = {"sg-a": ("orders",), "sg-b": ("orders", "payments")}
+COORDINATOR_PARTITIONS = ((CONSUMER_OFFSETS, 0), (CONSUMER_OFFSETS, 1), (SHARE_GROUP_STATE, 0))
+CONFIG = Config.load([
+    "offsets.topic.num.partitions=2",
+    "share.coordinator.state.topic.num.partitions=1",
+    "group.share.initialize.retry.interval.ms=3000",
+    "raygroups.coordinators=2",
+    "raygroups.share.coordinators=1",
+    "raygroups.partition.leaders=1",
+    "raygroups.load.timeout.ms=5000",
+])
+
+
+# -- Ray, simulated ---------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Call:
+    actor: str
+    method: str
+    args: tuple
+    future: asyncio.Future
+
+
+# What the controller sends an actor. Ray runs one caller's calls to an actor in the order they were
+# submitted, so these are delivered in order per actor; everything else (from gateways and
+# coordinators, many callers) may be delivered in any order.
+CONTROL_METHODS = frozenset({"load", "unload", "update_leadership"})
+
+
+class Network:
+    """Every remote call waits here until the schedule delivers it to its actor."""
+
+    def __init__(self, world: "CoordinatorWorld") -> None:
+        self.world = world
+        self.pending: list[Call] = []
+        self.running: dict[asyncio.Task, Call] = {}
+
+    def send(self, actor: str, method: str, args: tuple) -> asyncio.Future:
+        future = self.world.loop.create_future()
+        if actor not in self.world.actors:
+            future.set_exception(RayActorError())  # sent to an actor that died: Ray fails it at once
+        else:
+            self.pending.append(Call(actor, method, args, future))
+        return future
+
+    def deliverable(self) -> list[Call]:
+        """The calls the schedule may deliver next: the controller's oldest to each actor, and the rest."""
+        first: set[str] = set()
+        out = []
+        for call in self.pending:
+            if call.method in CONTROL_METHODS:
+                if call.actor in first:
+                    continue
+                first.add(call.actor)
+            out.append(call)
+        return out
+
+    def deliver(self, call: Call, lose_answer: bool = False) -> None:
+        self.pending.remove(call)
+        body = self.world.actors.get(call.actor)
+        if body is None:
+            if not call.future.done():
+                call.future.set_exception(RayActorError())
+            return
+        task = self.world.loop.create_task(getattr(body, call.method)(*call.args))
+        self.running[task] = call
+        task.add_done_callback(lambda t: self._answered(t, lose_answer))
+
+    def _answered(self, task: asyncio.Task, lose_answer: bool) -> None:
+        call = self.running.pop(task)
+        if call.future.done():
+            return
+        if lose_answer or task.cancelled():
+            call.future.set_exception(RayActorError())
+        elif task.exception() is not None:
+            call.future.set_exception(task.exception())
+        else:
+            call.future.set_result(task.result())
+
+    def actor_died(self, actor: str) -> None:
+        for call in [c for c in self.pending if c.actor == actor]:
+            self.pending.remove(call)
+            if not call.future.done():  # (a caller that stopped waiting cancelled it)
+                call.future.set_exception(RayActorError())
+        for task, call in list(self.running.items()):
+            if call.actor == actor:
+                task.cancel()
+
+
+class Method:
+    def __init__(self, network: Network, actor: str, name: str) -> None:
+        self.network, self.actor, self.name = network, actor, name
+
+    def remote(self, *args: Any) -> asyncio.Future:
+        return self.network.send(self.actor, self.name, args)
+
+
+class Handle:
+    """An actor handle as the clients and the pool use one: `handle.method.remote(...)`."""
+
+    def __init__(self, network: Network, actor: str) -> None:
+        self.actor = actor
+        self._network = network
+
+    def __getattr__(self, name: str) -> Method:
+        return Method(self._network, self.actor, name)
+
+
+class IdleLeader:
+    """The partition-leader actor the reconciler insists on (at least one): this world has no
+    user-topic partitions for it to lead, so it only takes the map."""
+
+    async def update_leadership(self, leadership: Any) -> None:
+        pass
+
+    async def load(self, items: list) -> list[str]:
+        return []
+
+    async def unload(self, items: list) -> None:
+        pass
+
+
+class SimPool:
+    """cluster/control/actor_pool.py's ActorPool over the simulated Ray: the reconciler's way to
+    spawn, watch, kill, load and unload actors, and push the map."""
+
+    def __init__(self, world: "CoordinatorWorld") -> None:
+        self.world = world
+
+    def spawn(self, kind: ActorKind, name: str) -> Handle:
+        self.world.start(kind, name)
+        return Handle(self.world.network, name)
+
+    async def info(self, handle: Handle, timeout: float | None = None) -> dict[str, Any]:
+        if handle.actor not in self.world.actors:
+            raise RayActorError()
+        return {"name": handle.actor, "node_id": None, "pid": 0}
+
+    async def watch(self, handle: Handle) -> None:
+        await asyncio.shield(self.world.deaths.setdefault(handle.actor, self.world.loop.create_future()))
+
+    def kill(self, handle: Handle) -> None:
+        self.world.kill(handle.actor)
+
+    async def load(self, handle: Handle, items: list[tuple[str, int, int]]) -> list[str]:
+        return await handle.load.remote(items)
+
+    async def unload(self, handle: Handle, items: list[tuple[str, int]]) -> None:
+        await handle.unload.remote(items)
+
+    async def update_leadership(self, handle: Handle, leadership: Any, timeout: float) -> None:
+        await asyncio.wait_for(handle.update_leadership.remote(leadership), timeout)
+
+
+class Controller:
+    """The controller's handle as routers use it: `handle.leadership.remote()`, the reconciler's
+    current map, at once."""
+
+    def __init__(self, world: "CoordinatorWorld") -> None:
+        self.leadership = self
+        self.world = world
+
+    def remote(self) -> asyncio.Future:
+        future = self.world.loop.create_future()
+        future.set_result(self.world.reconciler.snapshot())
+        return future
+
+
+# -- members ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Member:
+    name: str
+    group: str
+    member_id: str
+    epoch: int = 0
+    assignment: dict[Any, tuple[int, ...]] = field(default_factory=dict)
+    outstanding: asyncio.Task | None = None
+
+    def request(self) -> ShareGroupHeartbeatRequest:
+        topics = GROUPS[self.group] if self.epoch == 0 else None
+        return ShareGroupHeartbeatRequest(self.group, self.member_id, self.epoch, None, topics)
+
+
+# -- the world ----------------------------------------------------------------------------------
+
+
+class CoordinatorWorld(Harness):
+    def __init__(self, seed: int, members: int = 4) -> None:
+        super().__init__(seed)
+        self.network = Network(self)
+        self.seams = Seams(executor=self.executor, clock=self.clock, wakeups=self.wakeups, log_opener=self.disk.open)
+        self.ids = itertools.count()
+        self.actors: dict[str, Any] = {}
+        self.deaths: dict[str, asyncio.Future] = {}
+        self.meta = ClusterMetadata()
+        self.meta.topics.update(TOPICS)
+        self.meta.leader_epochs.update({tp: 0 for tp in COORDINATOR_PARTITIONS})
+        asyncio.set_event_loop(self.loop)
+        self.reconciler = Reconciler(SimPool(self), CONFIG, lambda: self.meta, self._bump_epochs, self._event,
+                                     clock=self.loop.time)
+        self._run(self._start_cluster())
+        self.router = Router(Controller(self), self.reconciler.snapshot())
+        self.coordinators = CoordinatorClient(self.router, 2)
+        self.members = [
+            Member(f"m{i}", sorted(GROUPS)[i % len(GROUPS)], str(uuid.UUID(int=1000 + i))) for i in range(members)
+        ]
+        # (group, topic id, partition, state epoch) -> the share state's create time when first assigned
+        self.assigned_at: dict[tuple[str, Any, int, int], int] = {}
+        self.state_epochs: dict[SharePartitionKey, int] = {}
+        self.reinitialized: set[tuple[str, Any, int, int]] = set()
+        self.violation: Violation | None = None
+        self.loop.create_task(self.reconciler.run())
+
+    def _run(self, coroutine: Any) -> Any:
+        """Set-up runs to its end with every remote call delivered as it is made."""
+        task = self.loop.create_task(coroutine)
+        while not task.done():
+            self.settle()
+            if self.network.pending:
+                self.network.deliver(self.network.pending[0])
+            elif not task.done() and not self.executor.run_next():
+                self.settle()
+        return task.result()
+
+    async def _start_cluster(self) -> None:
+        async with self.reconciler.lock:
+            await self.reconciler.step("startup")
+
+    async def _bump_epochs(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        for tp in partitions:
+            self.meta.leader_epochs[tp] += 1
+        return {tp: self.meta.leader_epochs[tp] for tp in partitions}
+
+    def _event(self, kind: str, message: str) -> None:
+        if kind in ("actor-died", "failover", "load-failed", "load-retried", "unavailable"):
+            # (without the wall-clock figures some messages carry: a seed's trace replays exactly)
+            self.trace.append(f"  controller {kind}: {re.sub(r' in [0-9]+ ms', '', message)}")
+
+    # -- the actors ------------------------------------------------------------------------------
+
+    def start(self, kind: ActorKind, name: str) -> None:
+        if kind is ActorKind.SHARE_COORDINATOR:
+            body: Any = ShareCoordinator(name, CONFIG, "/sim", Controller(self), self.seams)
+        elif kind is ActorKind.GROUP_COORDINATOR:
+            body = GroupCoordinator(name, CONFIG, "/sim", Controller(self), self.seams,
+                                    new_member_id=lambda prefix: f"{prefix}-{next(self.ids)}")
+        else:
+            body = IdleLeader()
+        self.actors[name] = body
+
+    def kill(self, name: str) -> None:
+        self.trace.append(f"kill {name}")
+        body = self.actors.pop(name)
+        self.network.actor_died(name)
+        host = getattr(body, "host", None)
+        if host is not None:
+            host.runtime.partitions.clear()  # the process is gone: nothing of it runs on
+        self.deaths.setdefault(name, self.loop.create_future())
+        if not self.deaths[name].done():
+            self.deaths[name].set_result(None)
+
+    def move(self, tp: tuple[str, int], to: str) -> None:
+        self.trace.append(f"move {tp[0]}-{tp[1]} to {to}")
+
+        async def go() -> None:
+            async with self.reconciler.lock:
+                if self.reconciler.leaders.get(tp) != to and to in self.actors:
+                    await self.reconciler.move({tp: to}, reason="operator", cause=Cause.OPERATOR_MOVE)
+
+        self.loop.create_task(go())
+
+    def _coordinators(self, kind: ActorKind) -> list[str]:
+        return sorted(n for n, e in self.reconciler.actors.items() if e.kind is kind and e.ready and n in self.actors)
+
+    # -- the schedule ------------------------------------------------------------------------------
+
+    def step(self) -> None:
+        roll = self.rng.random()
+        if roll < 0.35:
+            self._member_step(self.rng.choice(self.members))
+        elif roll < 0.65 and self.network.pending:
+            call = self.rng.choice(self.network.deliverable())
+            lose = self.rng.random() < 0.03
+            self.trace.append(f"deliver {call.method}{_summary(call)} to {call.actor}{' (answer lost)' if lose else ''}")
+            self.network.deliver(call, lose_answer=lose)
+        elif roll < 0.82:
+            self.trace.append("io")
+            self.executor.run_next()
+        elif roll < 0.91:
+            self.advance(self.rng.choice((self.rng.randint(50, 1000), self.rng.randint(2000, 6000))))
+        elif roll < 0.94:
+            self.trace.append("fail next append")
+            self.disk.fail_appends += 1
+        elif roll < 0.97:
+            live = self._coordinators(ActorKind.GROUP_COORDINATOR) + self._coordinators(ActorKind.SHARE_COORDINATOR)
+            if live:
+                self.kill(self.rng.choice(live))
+        else:
+            tp = (CONSUMER_OFFSETS, self.rng.randrange(2))
+            others = [g for g in self._coordinators(ActorKind.GROUP_COORDINATOR) if g != self.reconciler.leaders.get(tp)]
+            if others:
+                self.move(tp, self.rng.choice(others))
+        self.settle()
+
+    def _member_step(self, member: Member) -> None:
+        if member.outstanding is not None:
+            return
+        request = member.request()
+        self.trace.append(f"{member.name} heartbeat epoch {request.member_epoch}")
+        task = self.loop.create_task(self.coordinators.group(CoordinatorOp.SHARE_HEARTBEAT, member.group, request))
+        member.outstanding = task
+        task.add_done_callback(lambda t, m=member: self._answered(m, t))
+
+    def _answered(self, member: Member, task: asyncio.Task) -> None:
+        member.outstanding = None
+        if task.cancelled():
+            return
+        outcome = task.result()
+        if isinstance(outcome, Failed):
+            self.trace.append(f"  {member.name}: {outcome.error_code.name}")
+            return
+        assert isinstance(outcome, ShareHeartbeatOutcome), outcome
+        response = outcome.response
+        self.trace.append(f"  {member.name}: {response.error_code.name} epoch {response.member_epoch}")
+        if response.error_code in (ErrorCode.fenced_member_epoch, ErrorCode.unknown_member_id):
+            member.epoch, member.assignment = 0, {}  # rejoin with the same id, as the client does
+            return
+        if response.error_code != ErrorCode.none:
+            return
+        if response.member_epoch < member.epoch:
+            self._fail(f"{member.name}'s epoch went back from {member.epoch} to {response.member_epoch}")
+        member.epoch = response.member_epoch
+        if response.assignment is not None:
+            member.assignment = dict(response.assignment)
+            self._assigned(member)
+
+    def _assigned(self, member: Member) -> None:
+        """assigned ⇒ initialized, now; remember each newly assigned partition's share state."""
+        shard = self._share_shard()
+        for topic_id, partitions in member.assignment.items():
+            for p in partitions:
+                state = None if shard is None else shard.states.get(SharePartitionKey(member.group, topic_id, p))
+                if shard is not None and state is None:
+                    self._fail(f"{member.name} was assigned {topic_id}-{p} of {member.group}, which has no share state")
+                    continue
+                if state is not None:
+                    self.assigned_at.setdefault((member.group, topic_id, p, state.state_epoch), state.create_timestamp)
+
+    def _share_shard(self) -> Any:
+        body = self.actors.get(self.reconciler.leaders.get((SHARE_GROUP_STATE, 0), ""))
+        partition = None if body is None else body.host.runtime.partitions.get((SHARE_GROUP_STATE, 0))
+        if partition is None or partition.status.value != "active":
+            return None
+        return partition.shard
+
+    def _fail(self, message: str) -> None:
+        if self.violation is None:
+            self.violation = Violation(message)
+
+    def check(self) -> None:
+        if self.violation is not None:
+            raise self.violation
+        active: dict[tuple[str, int], str] = {}
+        for name, body in self.actors.items():
+            host = getattr(body, "host", None)
+            for tp, partition in ({} if host is None else host.runtime.partitions).items():
+                if partition.status.value == "active":
+                    if tp in active:
+                        raise Violation(f"{tp[0]}-{tp[1]} is active on {active[tp]} and {name} at once")
+                    active[tp] = name
+        shard = self._share_shard()
+        if shard is None or shard.touched.open:  # judge the durable state, not a batch being written
+            return
+        for key, state in shard.states.items():
+            if state.state_epoch < self.state_epochs.get(key, state.state_epoch):
+                raise Violation(f"share state of {key} went back from state epoch {self.state_epochs[key]} to {state.state_epoch}")
+            self.state_epochs[key] = state.state_epoch
+        for (group, topic_id, p, state_epoch), created in self.assigned_at.items():
+            state = shard.states.get(SharePartitionKey(group, topic_id, p))
+            if state is not None and state.state_epoch == state_epoch and state.create_timestamp != created:
+                self.reinitialized.add((group, topic_id, p, state_epoch))
+
+    def assigned(self) -> int:
+        return sum(len(ps) for m in self.members for ps in m.assignment.values())
+
+    def close(self) -> None:
+        self.reconciler.stopping = True
+        super().close()
+
+
+def _summary(call: Call) -> str:
+    """What a delivered call holds, for the trace: a batch's operations (and share-state keys), the
+    partitions of a load or an unload."""
+    if call.method in ("load", "unload"):
+        return " " + ", ".join("-".join(str(x) for x in item).replace(CONSUMER_OFFSETS, "co").replace(SHARE_GROUP_STATE, "sgs")
+                               for item in call.args[0])
+    if call.method != "execute" or not call.args:
+        return ""
+    items = unpack(call.args[0])
+    parts = []
+    for item in items:
+        request = item.request
+        key = f" {request.group_id}/{request.topic_id.int}-{request.partition}@{getattr(request, 'state_epoch', '')}" \
+            if hasattr(request, "topic_id") else ""
+        parts.append(f"{item.op.name}{key}")
+    return f"[{', '.join(parts)}]"
+
+
+def run(seed: int, steps: int = 400) -> CoordinatorWorld:
+    """Run one seed; raise Violation (with the seed and the last steps) on the first broken invariant."""
+    return harness.run(lambda: CoordinatorWorld(seed), seed, steps, "coordinator ")
