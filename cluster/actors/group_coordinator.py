@@ -110,7 +110,8 @@ class GroupCoordinator(CoordinatorActorBody):
         outcomes = await self.host.execute_all(CONSUMER_OFFSETS, items)
         for item, outcome in zip(items, outcomes):
             op = item.op
-            self.share_state.after(item, outcome)
+            if op.follows_up:
+                self.share_state.after(item, outcome)
             if op.watched:
                 self._observe(item)
             elif op.commits:

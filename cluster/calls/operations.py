@@ -91,6 +91,9 @@ class CoordinatorOp(_PickledByName):
         self.commits = Trait.COMMITS in traits
         self.initializes_share_state = Trait.INITIALIZES_SHARE_STATE in traits
         self.deletes_share_state = Trait.DELETES_SHARE_STATE in traits
+        # Its outcome may leave share-state work for the service (cluster/services/share_group_state.py):
+        # only then does the actor hand the outcome on; a heartbeat never goes there.
+        self.follows_up = self.initializes_share_state or self.deletes_share_state
 
 
 class ShareStateOp(_PickledByName):
