@@ -19,7 +19,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from cluster.gateway.apis import SUPPORTED, ApiKey, build_response
+from cluster.gateway.apis import SUPPORTED, ApiKey
+from cluster.gateway.answers import build_response
 from cluster.gateway.connection import Request, unsupported_api_versions_response
 from cluster.gateway.handlers.meta import api_versions
 from cluster.gateway.server import serve

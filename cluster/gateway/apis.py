@@ -120,10 +120,6 @@ def response_class(api_key: int, api_version: int) -> type:
     return load_response_schema(api_key, api_version)
 
 
-def build_response(api_key: int, api_version: int, data: dict[str, Any]) -> Any:
-    return build(response_class(api_key, api_version), data)
-
-
 # -- dict -> kio entity ----------------------------------------------------------------------
 # build() runs on hot paths (OffsetCommit, JoinGroup, Metadata answers), so each class's fields are
 # compiled once into (name, coerce, zero) steps: the type hints are inspected when a class is first

@@ -47,7 +47,8 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 
 from cluster.entity_writer import encode_entity
-from cluster.gateway.apis import ADMIN_API_KEY, ApiKey, build, is_supported, request_class, response_class
+from cluster.gateway.answers import build_response
+from cluster.gateway.apis import ADMIN_API_KEY, ApiKey, is_supported, request_class
 from cluster.gateway.auth.session import Session
 from cluster.gateway.connection_limits import RequestMemory
 from cluster.gateway.frame_check import MalformedFrame, check_body, read_request_header
@@ -441,9 +442,9 @@ def encode_admin_response(request: Request, payload: bytes) -> bytes:
 
 
 def unsupported_api_versions_response(supported: dict[int, tuple[int, int]]) -> Any:
-    cls = response_class(ApiKey.API_VERSIONS, 0)
-    return build(
-        cls,
+    return build_response(
+        ApiKey.API_VERSIONS,
+        0,
         {
             "error_code": ErrorCode.unsupported_version,
             "api_keys": [

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 
 from kio.serial._introspect import get_field_tag, is_optional
 
-from cluster.gateway.apis import build_response
+from cluster.gateway.answers import build_response
 from cluster.gateway.connection import Close, KafkaConnection, Reply, Request
 from tests.fuzz.frames import Frame
 

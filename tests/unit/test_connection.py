@@ -13,7 +13,8 @@ from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.serial import entity_reader, entity_writer
 
-from cluster.gateway.apis import ADMIN_API_KEY, SUPPORTED, ApiKey, build_response
+from cluster.gateway.apis import ADMIN_API_KEY, SUPPORTED, ApiKey
+from cluster.gateway.answers import build_response
 from cluster.gateway.connection import (
     Close,
     KafkaConnection,

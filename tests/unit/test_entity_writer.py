@@ -24,7 +24,8 @@ from kio.serial._introspect import (
 )
 
 from cluster.entity_writer import encode_entity, uvarint
-from cluster.gateway.apis import SUPPORTED, ApiKey, build_response, request_class, response_class
+from cluster.gateway.apis import SUPPORTED, ApiKey, request_class, response_class
+from cluster.gateway.answers import build_response
 
 EVERY_ANSWER = sorted({(k, v) for k, (lo, hi) in SUPPORTED.items() for v in range(lo, hi + 1)})
 

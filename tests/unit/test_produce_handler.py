@@ -8,7 +8,8 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode
 
-from cluster.gateway.apis import ApiKey, build_response
+from cluster.gateway.apis import ApiKey
+from cluster.gateway.answers import build_response
 from cluster.gateway.connection import encode_response
 from cluster.gateway.handlers import produce
 from cluster.leadership import Leadership

@@ -3,7 +3,8 @@
 from kio.schema.errors import ErrorCode
 
 import cluster.gateway.connection as connection
-from cluster.gateway.apis import ApiKey, build_response
+from cluster.gateway.apis import ApiKey
+from cluster.gateway.answers import build_response
 from cluster.gateway.connection import Request, encode_response, shared_answer
 from cluster.gateway.handlers.groups import _heartbeat_response
 

@@ -19,7 +19,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from cluster.gateway.apis import ApiKey, build_response
+from cluster.gateway.apis import ApiKey
+from cluster.gateway.answers import build_response
 from cluster.gateway.auth import off_loop
 from cluster.gateway.auth.principals import user
 from cluster.gateway.auth.scram import HASHES, AuthenticationFailed, exchange_for

@@ -19,7 +19,8 @@ from kio.schema.errors import ErrorCode
 
 from cluster.clients.controller import ControllerFailed
 from cluster.config import SETTINGS
-from cluster.gateway.apis import ApiKey, build_response
+from cluster.gateway.apis import ApiKey
+from cluster.gateway.answers import build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.context import GatewayContext
 from cluster.gateway.handlers.common import kafka_message, refresh_if_unknown

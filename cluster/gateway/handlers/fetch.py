@@ -11,14 +11,14 @@ Kafka does when its session cache is off.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from cluster.calls import FetchPartition, LogEnd
-from cluster.gateway.apis import ApiKey, build_response
+from cluster.gateway.apis import ApiKey
+from cluster.gateway.answers import Shape, answer_shape, build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.context import GatewayContext
 from cluster.gateway.handlers.common import ms, partition_known, refresh_if_unknown, resolve_topic
@@ -72,49 +72,29 @@ async def fetch(gw: GatewayContext, request: Request) -> Any:
 
 
 def _response(version: int, order: list[tuple[Any, int]], outcomes: dict[tuple[Any, int], FetchOutcome]) -> Any:
-    """The answer, from kio's classes directly (a template per version, see _classes): every
-    consumer's fetch comes through here, and the generic dict coercion cost more than the rest."""
-    empty, topic_cls, topic_field, partition_cls, extra = _classes(version)
+    """The answer from typed values (answers.py): every consumer's fetch comes through here, and
+    the generic dict coercion cost more than the rest. No aborted transactions: null, as Kafka
+    answers a read without any (SPEC.md §11, no transactions)."""
+    response, topic, partition, topic_field = _shapes(version)
+    with_log_start = partition.has("log_start_offset")  # from v5
     by_topic: dict[Any, list[Any]] = {}
-    for topic_key, partition in order:
-        o = outcomes[(topic_key, partition)]
-        fields = {"partition_index": partition, "error_code": o.error_code, "high_watermark": o.high_watermark,
-                  "last_stable_offset": o.high_watermark, "records": o.records, **extra}
-        if "log_start_offset" in extra:  # from v5
+    for topic_key, p in order:
+        o = outcomes[(topic_key, p)]
+        fields = {"partition_index": p, "error_code": o.error_code, "high_watermark": o.high_watermark,
+                  "last_stable_offset": o.high_watermark, "records": o.records, "aborted_transactions": None}
+        if with_log_start:
             fields["log_start_offset"] = o.log_start_offset
-        by_topic.setdefault(topic_key, []).append(partition_cls(**fields))
-    responses = tuple(topic_cls(**{topic_field: k, "partitions": tuple(parts)}) for k, parts in by_topic.items())
-    return dataclasses.replace(empty, responses=responses)
-
-
-_PER_PARTITION = ("partition_index", "error_code", "high_watermark", "last_stable_offset", "records")
+        by_topic.setdefault(topic_key, []).append(partition(**fields))
+    return response(responses=tuple(topic(**{topic_field: k, "partitions": tuple(parts)}) for k, parts in by_topic.items()))
 
 
 @functools.cache
-def _classes(version: int) -> tuple[Any, type, str, type, dict[str, Any]]:
-    """An empty response of this version built the generic way once, its topic class and the
-    field naming the topic (name, or id from v13), its partition class, and the partition fields
-    that never change here with the values the generic builder gives them (log_start_offset,
-    where the version has it, is overwritten per partition)."""
-    partition = {
-        "partition_index": 0, "error_code": ErrorCode.none, "high_watermark": -1, "last_stable_offset": -1,
-        "log_start_offset": -1, "aborted_transactions": None, "preferred_read_replica": -1, "records": b"",
-    }
-    example = build_response(ApiKey.FETCH, version, {
-        "error_code": ErrorCode.none,
-        "session_id": 0,
-        "responses": [{"topic": "", "topic_id": None, "partitions": [partition]}],
-    })
-    empty = dataclasses.replace(example, responses=())
-    topic_cls = type(example.responses[0])
-    topic_field = "topic_id" if any(f.name == "topic_id" for f in dataclasses.fields(topic_cls)) else "topic"
-    template = example.responses[0].partitions[0]
-    extra = {
-        f.name: getattr(template, f.name)
-        for f in dataclasses.fields(type(template))
-        if f.name not in _PER_PARTITION
-    }
-    return empty, topic_cls, topic_field, type(template), extra
+def _shapes(version: int) -> tuple[Shape, Shape, Shape, str]:
+    """The response's, a topic's and a partition's shapes, and the field naming the topic (name,
+    or id from v13)."""
+    response = answer_shape(ApiKey.FETCH, version)
+    topic = response.of("responses")
+    return response, topic, topic.of("partitions"), "topic_id" if topic.has("topic_id") else "topic"
 
 
 async def list_offsets(gw: GatewayContext, request: Request) -> Any:

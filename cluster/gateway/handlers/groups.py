@@ -8,10 +8,8 @@ translates Kafka requests to calls and outcomes to Kafka responses.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
-import sys
-from typing import Any, Callable
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -32,7 +30,8 @@ from coordinator.classic.messages import (
 
 from cluster.calls import CoordinatorOp as Op
 from cluster.calls import Failed
-from cluster.gateway.apis import ApiKey, build, build_response, response_class
+from cluster.gateway.apis import ApiKey
+from cluster.gateway.answers import answer_shape, build_response
 from cluster.gateway.connection import Request, shared_answer
 from cluster.gateway.context import GatewayContext
 from cluster.gateway.handlers.common import ms, partition_known, refresh_if_unknown
@@ -208,43 +207,25 @@ async def offset_commit(gw: GatewayContext, request: Request) -> Any:
             for topic, outcomes in outcome.topics:
                 for partition, error in outcomes:
                     answers[(topic, partition)] = error
-    answer, topic_class = _commit_answer_classes(v)
-    return answer(
-        tuple(
-            topic_class(
-                name=t.name,
-                partitions=tuple(_committed(v, p.partition_index, answers[(t.name, p.partition_index)]) for p in t.partitions),
-            )
-            for t in b.topics
-        )
-    )
+    answer = answer_shape(ApiKey.OFFSET_COMMIT, v)
+    topic = answer.of("topics")
+    return answer(topics=tuple(
+        topic(name=t.name, partitions=tuple(_committed(v, p.partition_index, answers[(t.name, p.partition_index)])
+                                            for p in t.partitions))
+        for t in b.topics
+    ))
 
 
-# An OffsetCommit answer is built from its kio classes directly: by `build_response` from dicts it was
-# about 4.5 us of the handler's 8.7 (in process, one partition), the largest part of what a commit
-# costs the gateway more than a heartbeat.
-
-
-@functools.cache
-def _commit_answer_classes(version: int) -> tuple[Callable[[tuple[Any, ...]], Any], type]:
-    """(topics -> answer, the topic class) of one OffsetCommit version."""
-    cls = response_class(ApiKey.OFFSET_COMMIT, version)
-    module = sys.modules[cls.__module__]
-    zero = build(cls, {"topics": ()})  # throttle_time (v3+) as build_response leaves it
-    rest = {f.name: getattr(zero, f.name) for f in dataclasses.fields(cls) if f.name != "topics"}
-    return functools.partial(_answer, cls, rest), module.OffsetCommitResponseTopic
-
-
-def _answer(cls: type, rest: dict[str, Any], topics: tuple[Any, ...]) -> Any:
-    return cls(topics=topics, **rest)
+# An OffsetCommit answer is built from typed values (answers.py): by `build_response` from dicts it
+# was about 4.5 us of the handler's 8.7 (in process, one partition), the largest part of what a
+# commit costs the gateway more than a heartbeat.
 
 
 @functools.lru_cache(maxsize=4096)
 def _committed(version: int, partition: int, error: Any) -> Any:
     """One partition's answer: a frozen entity, so one per (version, partition, outcome) serves all."""
-    module = sys.modules[response_class(ApiKey.OFFSET_COMMIT, version).__module__]
     code = error if isinstance(error, ErrorCode) else ErrorCode(int(error))
-    return module.OffsetCommitResponsePartition(partition_index=partition, error_code=code)
+    return answer_shape(ApiKey.OFFSET_COMMIT, version).of("topics").of("partitions")(partition_index=partition, error_code=code)
 
 
 async def _fetch_one_group(

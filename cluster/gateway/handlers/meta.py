@@ -15,7 +15,8 @@ from kio.schema.errors import ErrorCode
 from coordinator.hashing import group_partition, java_string_hash, kafka_abs
 
 from cluster.clients.controller import ControllerFailed
-from cluster.gateway.apis import SUPPORTED, ApiKey, build_response
+from cluster.gateway.apis import SUPPORTED, ApiKey
+from cluster.gateway.answers import build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.context import GatewayContext
 from cluster.gateway.handlers.topics import over_partition_limits

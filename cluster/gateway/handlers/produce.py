@@ -11,14 +11,13 @@ rejected here never become a task.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
-import typing
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from cluster.gateway.apis import ApiKey, build_response
+from cluster.gateway.apis import ApiKey
+from cluster.gateway.answers import Shape, answer_shape
 from cluster.gateway.connection import Request
 from cluster.gateway.context import GatewayContext
 from cluster.gateway.handlers.common import kafka_message, partition_known, refresh_if_unknown
@@ -75,38 +74,23 @@ def _partition_error(gw: GatewayContext, topic: str, partition: int) -> ProduceO
 
 
 def _response(version: int, keys: list[tuple[str, int]], outcomes: list[ProduceOutcome]) -> Any:
-    response, topic_cls, partition_cls, extra = _classes(version)
+    """The answer from typed values (answers.py): every producer's request comes through here."""
+    response, topic, partition = _shapes(version)
+    with_log_start, with_message = partition.has("log_start_offset"), partition.has("error_message")
     by_topic: dict[str, list[Any]] = {}
-    for (topic, partition), o in zip(keys, outcomes):
-        fields = {"index": partition, "error_code": o.error_code, "base_offset": o.base_offset, **extra}
-        if "log_start_offset" in extra:
+    for (name, p), o in zip(keys, outcomes):
+        fields = {"index": p, "error_code": o.error_code, "base_offset": o.base_offset}
+        if with_log_start:
             fields["log_start_offset"] = o.log_start_offset
-        if "error_message" in extra:
+        if with_message:
             fields["error_message"] = o.message if o.message is None else kafka_message(o.error_code, o.message)
-        by_topic.setdefault(topic, []).append(partition_cls(**fields))
-    responses = tuple(topic_cls(name=t, partition_responses=tuple(parts)) for t, parts in by_topic.items())
-    return dataclasses.replace(response, responses=responses)
+        by_topic.setdefault(name, []).append(partition(**fields))
+    return response(responses=tuple(topic(name=t, partition_responses=tuple(parts)) for t, parts in by_topic.items()))
 
 
 @functools.cache
-def _classes(version: int) -> tuple[Any, type, type, dict[str, Any]]:
-    """An empty response of this version (built the generic way once), its topic and partition
-    classes, and the partition fields other than index/error/offset with the values the generic
-    builder would give them (log_start_offset and error_message are overwritten per partition)."""
-    empty = build_response(ApiKey.PRODUCE, version, {"responses": []})
-    topic_cls = typing.get_args(typing.get_type_hints(type(empty))["responses"])[0]
-    partition_cls = typing.get_args(typing.get_type_hints(topic_cls)["partition_responses"])[0]
-    template = build_response(
-        ApiKey.PRODUCE,
-        version,
-        {"responses": [{"name": "", "partition_responses": [
-            {"index": 0, "error_code": ErrorCode.none, "base_offset": -1, "log_start_offset": -1,
-             "error_message": None, "record_errors": []}
-        ]}]},
-    ).responses[0].partition_responses[0]
-    extra = {
-        f.name: getattr(template, f.name)
-        for f in dataclasses.fields(partition_cls)
-        if f.name not in ("index", "error_code", "base_offset")
-    }
-    return empty, topic_cls, partition_cls, extra
+def _shapes(version: int) -> tuple[Shape, Shape, Shape]:
+    """The response's, a topic's and a partition's shapes."""
+    response = answer_shape(ApiKey.PRODUCE, version)
+    topic = response.of("responses")
+    return response, topic, topic.of("partition_responses")

@@ -23,7 +23,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from cluster.gateway.apis import ApiKey, build_response
+from cluster.gateway.apis import ApiKey
+from cluster.gateway.answers import build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.context import GatewayContext
 from cluster.gateway.producer_ids import NoProducerIdBlock

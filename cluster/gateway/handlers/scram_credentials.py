@@ -14,7 +14,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from cluster.gateway.apis import ApiKey, build_response
+from cluster.gateway.apis import ApiKey
+from cluster.gateway.answers import build_response
 from cluster.gateway.auth.credential_admin import describe, plan_alteration
 from cluster.gateway.context import GatewayContext
 

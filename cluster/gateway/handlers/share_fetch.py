@@ -25,7 +25,8 @@ from sharestate.state_batches import AcknowledgementBatch
 from cluster.calls import ShareFetchSpec, SharePartitionCall
 from cluster.gateway.context import GatewayContext
 from cluster.group_configs import lock_duration_ms
-from cluster.gateway.apis import ApiKey, build_response
+from cluster.gateway.apis import ApiKey
+from cluster.gateway.answers import build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.handlers.common import ms, refresh_if_unknown
 from cluster.gateway.share_sessions import FINAL_EPOCH, SessionError, SharePartitionId, ShareSession

@@ -16,7 +16,8 @@ from sharestate import messages as m
 
 from cluster.calls import CoordinatorOp as Op
 from cluster.calls import Failed
-from cluster.gateway.apis import ApiKey, build_response
+from cluster.gateway.apis import ApiKey
+from cluster.gateway.answers import build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.context import GatewayContext
 from cluster.gateway.handlers.common import kafka_message, partition_known, refresh_if_unknown

@@ -191,7 +191,7 @@ def test_offset_fetch_v8_asks_each_group():
 
 @pytest.mark.parametrize("version", range(5))
 def test_a_heartbeats_answer_is_the_entity_built_for_its_version_and_outcome(version):
-    from cluster.gateway.apis import build_response
+    from cluster.gateway.answers import build_response
 
     for error in (ErrorCode.none, ErrorCode.rebalance_in_progress, ErrorCode.unknown_member_id):
         gw = gateway(FakeCoordinators({Op.HEARTBEAT: HeartbeatResponse(error)}))

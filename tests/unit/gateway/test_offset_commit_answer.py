@@ -17,7 +17,8 @@ from coordinator.classic.messages import CommitPartition, OffsetCommitRequest, O
 from cluster.calls import CoordinatorOp as Op
 from cluster.calls import Failed
 from cluster.entity_writer import encode_entity
-from cluster.gateway.apis import SUPPORTED, ApiKey, build_response
+from cluster.gateway.apis import SUPPORTED, ApiKey
+from cluster.gateway.answers import build_response
 from cluster.gateway.handlers import groups
 from cluster.gateway.handlers.common import partition_known, refresh_if_unknown
 from cluster.leadership import Leadership

@@ -6,7 +6,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from cluster.gateway.apis import build_response
+from cluster.gateway.answers import build_response
 from loadtest.drivers.wire import check_fields
 from cluster.gateway.apis import request_class
 from loadtest.members.machine import API_NAMES, Broker, Close, Machine, Send
