@@ -121,7 +121,12 @@ class SharePartitionMachine(RuleBasedStateMachine):
             (first,) = by_batch
             size = self.sp.batch_at(first).size
             piece = max(1, size >> (previous[throttled[0]] - throttle + 1))
-            assert len(offsets) <= piece, f"throttled: {offsets} from a batch of {size}, more than {piece}"
+            # Kafka's acquireSubsetBatchRecords stops when its count of records taken from the batch
+            # *equals* the piece, and the count includes records taken before the first throttled
+            # one: when those already fill the piece, the test never matches and the rest of the
+            # batch goes too (Kafka 4.2 as it is, which ours follows).
+            if offsets.index(throttled[0]) + 1 <= piece:
+                assert len(offsets) <= piece, f"throttled: {offsets} from a batch of {size}, more than {piece}"
         if self.LIMIT > 2 and any(previous[o] == self.LIMIT - 1 for o in offsets):
             assert len(offsets) == 1, f"a last delivery handed out with others: {offsets}"
 

@@ -140,3 +140,20 @@ def test_throttling_ignores_max_records_as_kafka_does():
         h.acquire("m1", LOG)
         h.ack("m1", 0, 9, A.RELEASE)
     assert h.acquire("m2", LOG, max_records=1) == [AcquiredRecords(0, 4, 4)]
+
+
+def test_records_before_the_first_throttled_one_count_toward_its_piece_as_in_kafka():
+    """Kafka's acquireSubsetBatchRecords ends the piece when its count of records taken from the
+    batch equals the piece, counting those taken before the first throttled record: with the piece
+    filled by them already, the equality never holds and the rest of the batch goes too. Found by
+    the state machine test (test_share_partition_machine.py); kept as Kafka 4.2 has it."""
+    h = Harness(delivery_count_limit=5)  # throttle limit 3
+    log = [(0, 1)]
+    assert h.acquire("m1", log) == [AcquiredRecords(0, 1, 1)]
+    assert h.ack("m1", 1, 1, A.RELEASE).error_code == ErrorCode.none  # 0 stays with m1, at 1
+    for count in (2, 3):
+        assert h.acquire("m2", log) == [AcquiredRecords(1, 1, count)]
+        assert h.ack("m2", 1, 1, A.RELEASE).error_code == ErrorCode.none
+    assert h.ack("m1", 0, 0, A.RELEASE).error_code == ErrorCode.none
+    # Offset 0 at 1, offset 1 at 3 (throttled: a piece of 2 >> 1 = 1). Both go, 0 first.
+    assert h.acquire("m3", log) == [AcquiredRecords(0, 0, 2), AcquiredRecords(1, 1, 4)]
