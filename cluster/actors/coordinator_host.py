@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 from kernel.codec import RecordCodec
 
 from cluster.actors.common import identity, wait_forever
-from cluster.calls import CoordinatorItem, Failed
+from cluster.calls import CoordinatorItem, Failed, FetchItem, ListOffsetsItem, LogEnd
 from cluster.calls.kinds import ActorKind
 from cluster.config import Config
 from cluster.delayed_fetch import delayed_fetch
@@ -180,30 +180,29 @@ class CoordinatorHost:
             return None, fenced
         return _LogReads(partition.log), ErrorCode.none
 
-    def _read_all(self, items: list[tuple[str, int, int, int, int, int]], max_bytes: int) -> list[FetchOutcome]:
+    def _read_all(self, items: list[FetchItem], max_bytes: int) -> list[FetchOutcome]:
         outcomes: list[FetchOutcome] = []
         budget = max_bytes
-        for topic, p, epoch, client_epoch, offset, partition_max in items:
-            reads, error = self._readable(topic, p, epoch, client_epoch)
+        for item in items:
+            reads, error = self._readable(item.topic, item.partition, item.epoch, item.client_epoch)
             if reads is None:
                 outcomes.append(FetchOutcome(error))
                 continue
             try:
-                outcome = reads.read(offset, min(partition_max, budget) if budget > 0 else 0)
+                outcome = reads.read(item.offset, min(item.max_bytes, budget) if budget > 0 else 0)
             except (LogError, OSError, ValueError) as exc:
                 # A compaction may swap segments under a read; the client retries.
                 outcomes.append(FetchOutcome(ErrorCode.kafka_storage_error))
-                log.warning("read of %s-%d at %d failed: %s", topic, p, offset, exc)
+                log.warning("read of %s-%d at %d failed: %s", item.topic, item.partition, item.offset, exc)
                 continue
             budget -= len(outcome.records)
             outcomes.append(outcome)
         return outcomes
 
     async def fetch(
-        self, items: list[tuple[str, int, int, int, int, int]], max_wait_ms: int, min_bytes: int, max_bytes: int
+        self, items: list[FetchItem], max_wait_ms: int, min_bytes: int, max_bytes: int
     ) -> list[FetchOutcome]:
-        """Items as the partition leader takes them: (topic, partition, routing epoch, client's
-        leader epoch, offset, partition max bytes). With too little to read it waits out max_wait_ms
+        """Items as the partition leader takes them. With too little to read it waits out max_wait_ms
         and reads again: no event marks a coordinator's appends, and a gateway whose other leaders
         answer first cancels the wait, so user partitions fetched alongside are not held back."""
         last: list[list[FetchOutcome]] = []
@@ -217,22 +216,21 @@ class CoordinatorHost:
         await delayed_fetch(max_wait_ms, try_complete, lambda: [never])
         return last[0]
 
-    def list_offsets(self, items: list[tuple[str, int, int, int, int]]) -> list[tuple[int, int, int, int]]:
-        """items: (topic, partition, routing epoch, client's leader epoch, timestamp)
-        -> (error code, offset, timestamp, leader epoch), as the partition leader answers."""
+    def list_offsets(self, items: list[ListOffsetsItem]) -> list[LogEnd]:
+        """As the partition leader answers."""
         out = []
-        for topic, p, epoch, client_epoch, timestamp in items:
-            reads, error = self._readable(topic, p, epoch, client_epoch)
+        for item in items:
+            reads, error = self._readable(item.topic, item.partition, item.epoch, item.client_epoch)
             if reads is None:
-                out.append((error.value, -1, -1, -1))
+                out.append(LogEnd(error))
                 continue
             try:
-                offset, ts = reads.offset_for(timestamp)
+                offset, ts = reads.offset_for(item.timestamp)
             except (LogError, OSError, ValueError) as exc:
-                out.append((ErrorCode.kafka_storage_error.value, -1, -1, -1))
-                log.warning("ListOffsets of %s-%d failed: %s", topic, p, exc)
+                out.append(LogEnd(ErrorCode.kafka_storage_error))
+                log.warning("ListOffsets of %s-%d failed: %s", item.topic, item.partition, exc)
                 continue
-            out.append((ErrorCode.none.value, offset, ts, epoch if offset >= 0 else -1))
+            out.append(LogEnd(ErrorCode.none, offset, ts, item.epoch if offset >= 0 else -1))
         return out
 
     def led(self) -> list[dict[str, Any]]:
@@ -269,10 +267,10 @@ class CoordinatorActorBody:
     async def unload(self, items: list[tuple[str, int]]) -> None:
         await self.host.unload(items)
 
-    async def fetch(self, items: list[Any], max_wait_ms: int, min_bytes: int, max_bytes: int) -> list[FetchOutcome]:
+    async def fetch(self, items: list[FetchItem], max_wait_ms: int, min_bytes: int, max_bytes: int) -> list[FetchOutcome]:
         return await self.host.fetch(items, max_wait_ms, min_bytes, max_bytes)
 
-    async def list_offsets(self, items: list[Any]) -> list[tuple[int, int, int, int]]:
+    async def list_offsets(self, items: list[ListOffsetsItem]) -> list[LogEnd]:
         return self.host.list_offsets(items)
 
     async def shutdown(self) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 import ray
 from kio.schema.errors import ErrorCode
 
+from cluster.calls import FetchItem, ListOffsetsItem, LogEnd, ProduceItem
 from cluster.calls.kinds import ActorKind
 
 from cluster.actors.common import identity, setup_logging, wait_forever
@@ -141,30 +142,28 @@ class PartitionLeader:
             return None
         return partition
 
-    async def produce(self, items: list[tuple[str, int, int, bytes]]) -> list[ProduceOutcome]:
+    async def produce(self, items: list[ProduceItem]) -> list[ProduceOutcome]:
         # Every request is checked and queued before the first wait, in order (UserPartition.submit),
         # so all of one call join the same appends, as they did as one task each.
         submitted: list[ProduceOutcome | asyncio.Future] = []
-        for topic, p, epoch, records in items:
-            partition = self._leading(topic, p, epoch)
+        for item in items:
+            partition = self._leading(item.topic, item.partition, item.epoch)
             if partition is None:
-                submitted.append(
-                    ProduceOutcome(ErrorCode.not_leader_or_follower, message=f"{self.name} does not lead {topic}-{p}")
-                )
+                submitted.append(ProduceOutcome(
+                    ErrorCode.not_leader_or_follower, message=f"{self.name} does not lead {item.topic}-{item.partition}"
+                ))
             else:
-                submitted.append(partition.submit(records))
+                submitted.append(partition.submit(item.records))
         return [s if type(s) is ProduceOutcome else await s for s in submitted]
 
     async def fetch(
         self,
-        items: list[tuple[str, int, int, int, int, int]],
+        items: list[FetchItem],
         max_wait_ms: int,
         min_bytes: int,
         max_bytes: int,
     ) -> list[FetchOutcome]:
-        """items: (topic, partition, routing epoch, client's current leader epoch, offset, partition max bytes).
-
-        Returns as soon as min_bytes are available, an error is found, or max_wait_ms passes.
+        """Returns as soon as min_bytes are available, an error is found, or max_wait_ms passes.
         """
         last: list[tuple[list[FetchOutcome], list[asyncio.Event]]] = []
 
@@ -177,22 +176,22 @@ class PartitionLeader:
         await delayed_fetch(max_wait_ms, try_complete, lambda: last[0][1])
         return last[0][0]
 
-    def _read_all(self, items: list[tuple[str, int, int, int, int, int]], max_bytes: int):
+    def _read_all(self, items: list[FetchItem], max_bytes: int):
         outcomes: list[FetchOutcome] = []
         waiting_on: list[asyncio.Event] = []
         budget = max_bytes
-        for topic, p, epoch, client_epoch, offset, partition_max in items:
-            partition = self._leading(topic, p, epoch)
+        for item in items:
+            partition = self._leading(item.topic, item.partition, item.epoch)
             if partition is None:
                 outcomes.append(FetchOutcome(ErrorCode.not_leader_or_follower))
                 continue
-            fenced = check_client_epoch(client_epoch, partition.epoch)
+            fenced = check_client_epoch(item.client_epoch, partition.epoch)
             if fenced is not None:
                 outcomes.append(FetchOutcome(fenced))
                 continue
             # KIP-74: a read returns at least one whole batch, so the response may exceed max_bytes
             # by the first batch; once the budget is spent, partitions report positions only.
-            outcome = partition.read(offset, min(partition_max, budget) if budget > 0 else 0)
+            outcome = partition.read(item.offset, min(item.max_bytes, budget) if budget > 0 else 0)
             budget -= len(outcome.records)
             outcomes.append(outcome)
             if outcome.error_code == ErrorCode.none:
@@ -201,21 +200,19 @@ class PartitionLeader:
                 waiting_on.append(partition.data_appended)
         return outcomes, waiting_on
 
-    async def list_offsets(self, items: list[tuple[str, int, int, int, int]]) -> list[tuple[int, int, int, int]]:
-        """items: (topic, partition, routing epoch, client's current leader epoch, timestamp)
-        -> (error code, offset, timestamp, leader epoch)."""
+    async def list_offsets(self, items: list[ListOffsetsItem]) -> list[LogEnd]:
         out = []
-        for topic, p, epoch, client_epoch, timestamp in items:
-            partition = self._leading(topic, p, epoch)
+        for item in items:
+            partition = self._leading(item.topic, item.partition, item.epoch)
             if partition is None:
-                out.append((ErrorCode.not_leader_or_follower.value, -1, -1, -1))
+                out.append(LogEnd(ErrorCode.not_leader_or_follower))
                 continue
-            fenced = check_client_epoch(client_epoch, partition.epoch)
+            fenced = check_client_epoch(item.client_epoch, partition.epoch)
             if fenced is not None:
-                out.append((fenced.value, -1, -1, -1))
+                out.append(LogEnd(fenced))
                 continue
-            offset, ts = partition.offset_for(timestamp)
-            out.append((ErrorCode.none.value, offset, ts, partition.epoch if offset >= 0 else -1))
+            offset, ts = partition.offset_for(item.timestamp)
+            out.append(LogEnd(ErrorCode.none, offset, ts, partition.epoch if offset >= 0 else -1))
         return out
 
     # -- share groups ------------------------------------------------------------------------------
@@ -280,13 +277,13 @@ class PartitionLeaderActor:
     async def delete(self, items: list[TP]) -> None:
         await self.leader.delete(items)
 
-    async def produce(self, items: list[tuple[str, int, int, bytes]]) -> list[ProduceOutcome]:
+    async def produce(self, items: list[ProduceItem]) -> list[ProduceOutcome]:
         return await self.leader.produce(items)
 
-    async def fetch(self, items, max_wait_ms: int, min_bytes: int, max_bytes: int) -> list[FetchOutcome]:
+    async def fetch(self, items: list[FetchItem], max_wait_ms: int, min_bytes: int, max_bytes: int) -> list[FetchOutcome]:
         return await self.leader.fetch(items, max_wait_ms, min_bytes, max_bytes)
 
-    async def list_offsets(self, items) -> list[tuple[int, int, int, int]]:
+    async def list_offsets(self, items: list[ListOffsetsItem]) -> list[LogEnd]:
         return await self.leader.list_offsets(items)
 
     async def share_fetch(self, call: ShareFetchCall) -> list[ShareOutcome]:

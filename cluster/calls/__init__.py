@@ -12,7 +12,10 @@ turn a call into a batched Ray call and an outcome back into one of these types.
 exports the names other modules use.
 """
 
-from cluster.calls.items import CoordinatorCall, CoordinatorItem, FetchPartition, ParkedItem, SharePartitionCall, ShareFetchSpec
+from cluster.calls.items import (
+    CoordinatorCall, CoordinatorItem, FetchItem, FetchPartition, ListOffsetsItem, ParkedItem, ProduceItem,
+    SharePartitionCall, ShareFetchSpec,
+)
 from cluster.calls.kinds import ActorKind
 from cluster.calls.operations import CoordinatorOp, Endpoint, ShareStateOp
 from cluster.calls.outcomes import Failed, Listing, LogEnd
@@ -25,7 +28,10 @@ __all__ = [
     "CoordinatorOp",
     "Endpoint",
     "Failed",
+    "FetchItem",
     "FetchPartition",
+    "ListOffsetsItem",
+    "ProduceItem",
     "Listing",
     "LogEnd",
     "ParkedItem",

@@ -55,8 +55,47 @@ class FetchPartition:
     max_bytes: int
     client_epoch: int = -1  # the client's current leader epoch; -1 when it sent none
 
-    def item(self, epoch: int) -> tuple[str, int, int, int, int, int]:
-        return (self.topic, self.partition, epoch, self.client_epoch, self.offset, self.max_bytes)
+    def item(self, epoch: int) -> "FetchItem":
+        return FetchItem(self.topic, self.partition, epoch, self.client_epoch, self.offset, self.max_bytes)
+
+
+# The partition leaders' items cross on every produce, fetch and list: flat, one tuple a batch
+# (kernel/message.py), as the share fetch items do.
+
+
+@message(flat=True)
+class ProduceItem:
+    """One Produce partition's records, routed at `epoch`."""
+
+    topic: str
+    partition: int
+    epoch: int
+    records: bytes
+
+
+@message(flat=True)
+class FetchItem:
+    """One Fetch partition routed at `epoch`: the client's view of the leader (KIP-320), where to
+    read and how much."""
+
+    topic: str
+    partition: int
+    epoch: int
+    client_epoch: int
+    offset: int
+    max_bytes: int
+
+
+@message(flat=True)
+class ListOffsetsItem:
+    """One ListOffsets partition routed at `epoch`: the offset for `timestamp` (or -1 latest, -2
+    earliest), with the client's view of the leader."""
+
+    topic: str
+    partition: int
+    epoch: int
+    client_epoch: int
+    timestamp: int
 
 
 @message

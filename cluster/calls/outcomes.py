@@ -28,9 +28,10 @@ class Listing:
     groups: tuple[Any, ...] = ()
 
 
-@message
+@message(flat=True)
 class LogEnd:
-    """ListOffsets of one partition: (error, offset, timestamp, leader epoch)."""
+    """ListOffsets of one partition: (error, offset, timestamp, leader epoch); the leaders'
+    answer per item, flat as their items are."""
 
     error_code: ErrorCode
     offset: int = -1

@@ -23,7 +23,9 @@ from typing import Any
 import ray
 from kio.schema.errors import ErrorCode
 
-from cluster.calls import Endpoint, FetchPartition, LogEnd, ShareFetchSpec, SharePartitionCall
+from cluster.calls import (
+    Endpoint, FetchItem, FetchPartition, ListOffsetsItem, LogEnd, ProduceItem, ShareFetchSpec, SharePartitionCall,
+)
 from cluster.clients.failures import answer_or_none
 from cluster.partition import FetchOutcome, ProduceOutcome
 from cluster.clients.routing import NoLeader
@@ -48,7 +50,7 @@ class PartitionLeaderClient:
                 topic,
                 partition,
                 Endpoint.PRODUCE,
-                lambda epoch: (topic, partition, epoch, records),
+                lambda epoch: ProduceItem(topic, partition, epoch, records),
                 lambda outcome: outcome.error_code == ErrorCode.not_leader_or_follower,
             )
         except NoLeader as exc:
@@ -58,16 +60,15 @@ class PartitionLeaderClient:
         self, topic: str, partition: int, timestamp: int = LATEST, client_epoch: int = NO_EPOCH
     ) -> LogEnd:
         try:
-            error, offset, ts, epoch = await self.router.call_leader(
+            return await self.router.call_leader(
                 topic,
                 partition,
                 Endpoint.LIST_OFFSETS,
-                lambda routed: (topic, partition, routed, client_epoch, timestamp),
-                lambda r: r[0] == ErrorCode.not_leader_or_follower.value,
+                lambda routed: ListOffsetsItem(topic, partition, routed, client_epoch, timestamp),
+                lambda r: r.error_code == ErrorCode.not_leader_or_follower,
             )
         except NoLeader:
             return LogEnd(ErrorCode.not_leader_or_follower)
-        return LogEnd(ErrorCode(error), offset, ts, epoch)
 
     # -- Fetch: fan-out and long poll ----------------------------------------------------------------
 
@@ -82,7 +83,7 @@ class PartitionLeaderClient:
         partition on another. (Long-polling first cancelled and re-read, on
         one fetch in three of a consumer catching up, a leader whose data was already on its way.)"""
         outcomes: list[FetchOutcome | None] = [None] * len(parts)
-        per_actor: dict[str, list[tuple[int, tuple]]] = {}
+        per_actor: dict[str, list[tuple[int, FetchItem]]] = {}
         for i, part in enumerate(parts):
             route = self.router.leader(part.topic, part.partition)
             if route is None:

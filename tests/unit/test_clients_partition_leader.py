@@ -12,7 +12,7 @@ from ray.exceptions import RayActorError
 
 from sharestate.state_batches import AcknowledgementBatch, AcquiredRecords
 
-from cluster.calls import FetchPartition, ShareFetchSpec, SharePartitionCall
+from cluster.calls import FetchItem, FetchPartition, ShareFetchSpec, SharePartitionCall
 from cluster.clients.partition_leader import PartitionLeaderClient
 from cluster.partition import FetchOutcome
 from cluster.share.requests import ShareOutcome
@@ -54,9 +54,9 @@ def fetch_actor(records: dict[int, bytes], poll: asyncio.Event | None = None):
     long-polls until `poll` is set (or it is cancelled)."""
 
     async def fetch(items, wait, min_bytes, max_bytes):
-        if wait and poll is not None and not any(records.get(item[1]) for item in items):
+        if wait and poll is not None and not any(records.get(item.partition) for item in items):
             await poll.wait()
-        return [FetchOutcome(ErrorCode.none, 100, 0, records.get(item[1], b"")) for item in items]
+        return [FetchOutcome(ErrorCode.none, 100, 0, records.get(item.partition, b"")) for item in items]
 
     return SimpleNamespace(fetch=Method(fetch))
 
@@ -71,8 +71,8 @@ def test_fetch_fans_out_one_call_per_actor_and_answers_in_the_callers_order():
     outcomes = asyncio.run(PartitionLeaderClient(router).fetch(parts(0, 1, 2), 500, 1, 10_000))
     assert [o.records for o in outcomes] == [b"aa", b"bb", b"cc"]
     # The data is there: one call each, without a wait (and so nothing to cancel and read again).
-    assert a.fetch.calls == [([("t", 0, 3, -1, 0, 1000), ("t", 2, 3, -1, 20, 1000)], 0, 1, 10_000)]
-    assert b.fetch.calls == [([("t", 1, 4, -1, 10, 1000)], 0, 1, 10_000)]
+    assert a.fetch.calls == [([FetchItem("t", 0, 3, -1, 0, 1000), FetchItem("t", 2, 3, -1, 20, 1000)], 0, 1, 10_000)]
+    assert b.fetch.calls == [([FetchItem("t", 1, 4, -1, 10, 1000)], 0, 1, 10_000)]
 
 
 def test_data_on_one_actor_is_answered_without_waiting_for_the_idle_one():

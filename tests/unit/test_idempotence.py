@@ -15,6 +15,7 @@ from cluster.producer_state import INT32_MAX, ProducerStateManager, increment_se
 from cluster.recordbatch import encode_records, iter_batches
 from tests.raw_producer import producer_batch
 from tests.full_disk import FullDisk
+from cluster.calls import FetchItem, ProduceItem
 
 PID = 4000
 TP = ("t", 0)
@@ -35,13 +36,13 @@ async def leader_on(tmp_path: Path, file_ops: FileOps | None = None) -> Partitio
 
 async def produce(leader: PartitionLeader, *batches: bytes):
     """One Produce request carrying `batches` for partition t-0; returns (error, base offset)."""
-    (outcome,) = await leader.produce([(*TP, EPOCH, b"".join(batches))])
+    (outcome,) = await leader.produce([ProduceItem(*TP, EPOCH, b"".join(batches))])
     return outcome.error_code, outcome.base_offset
 
 
 async def stored(leader: PartitionLeader) -> list[tuple[int, int, int, int]]:
     """(base offset, producer id, epoch, base sequence) of every batch in the log."""
-    (fetched,) = await leader.fetch([(*TP, EPOCH, -1, 0, 1 << 24)], 0, 1, 1 << 24)
+    (fetched,) = await leader.fetch([FetchItem(*TP, EPOCH, -1, 0, 1 << 24)], 0, 1, 1 << 24)
     return [(h.base_offset, h.producer_id, h.producer_epoch, h.base_sequence) for _, h in iter_batches(fetched.records)]
 
 

@@ -15,6 +15,7 @@ from cluster.config import Config
 from cluster.metadata import CODEC, ClusterMetadata, TopicSpec
 from cluster.recordbatch import parse_header
 from cluster.runtime import PartitionStatus
+from cluster.calls import FetchItem, ListOffsetsItem, LogEnd
 
 TOPIC = "__consumer_offsets"
 TP = (TOPIC, 3)
@@ -43,18 +44,18 @@ def test_fetch_serves_the_stored_batches_and_list_offsets_the_positions(tmp_path
         host = await _host(tmp_path)
         end = host.runtime.partitions[TP].log.end_offset
         assert end == 9  # three batches of a topic record and two epoch records
-        [outcome] = await host.fetch([(TOPIC, 3, 5, -1, 0, 1 << 20)], 0, 1, 1 << 20)
+        [outcome] = await host.fetch([FetchItem(TOPIC, 3, 5, -1, 0, 1 << 20)], 0, 1, 1 << 20)
         assert outcome.error_code == ErrorCode.none and outcome.high_watermark == end and outcome.log_start_offset == 0
         assert [(h.base_offset, h.last_offset) for h in _batches(outcome.records)] == [(0, 2), (3, 5), (6, 8)]
-        [later] = await host.fetch([(TOPIC, 3, 5, 5, 3, 1 << 20)], 0, 1, 1 << 20)
+        [later] = await host.fetch([FetchItem(TOPIC, 3, 5, 5, 3, 1 << 20)], 0, 1, 1 << 20)
         assert _batches(later.records)[0].base_offset == 3
-        [beyond] = await host.fetch([(TOPIC, 3, 5, -1, end + 1, 1 << 20)], 0, 1, 1 << 20)
+        [beyond] = await host.fetch([FetchItem(TOPIC, 3, 5, -1, end + 1, 1 << 20)], 0, 1, 1 << 20)
         assert beyond.error_code == ErrorCode.offset_out_of_range
 
-        answers = host.list_offsets([(TOPIC, 3, 5, -1, -1), (TOPIC, 3, 5, 5, -2), (TOPIC, 3, 5, -1, 0)])
-        assert answers[0] == (ErrorCode.none.value, end, -1, 5)
-        assert answers[1] == (ErrorCode.none.value, 0, -1, 5)
-        assert answers[2][0] == ErrorCode.none.value and answers[2][1] == 0
+        answers = host.list_offsets([ListOffsetsItem(TOPIC, 3, 5, -1, -1), ListOffsetsItem(TOPIC, 3, 5, 5, -2), ListOffsetsItem(TOPIC, 3, 5, -1, 0)])
+        assert answers[0] == LogEnd(ErrorCode.none, end, -1, 5)
+        assert answers[1] == LogEnd(ErrorCode.none, 0, -1, 5)
+        assert answers[2].error_code == ErrorCode.none and answers[2].offset == 0
         await host.shutdown()
 
     asyncio.run(main())
@@ -64,19 +65,19 @@ def test_another_epoch_a_partition_not_led_or_loading_answer_not_leader_and_fenc
     async def main():
         host = await _host(tmp_path)
         outcomes = await host.fetch(
-            [(TOPIC, 3, 4, -1, 0, 100), (TOPIC, 7, 0, -1, 0, 100), (TOPIC, 3, 5, 4, 0, 100), (TOPIC, 3, 5, 6, 0, 100)],
+            [FetchItem(TOPIC, 3, 4, -1, 0, 100), FetchItem(TOPIC, 7, 0, -1, 0, 100), FetchItem(TOPIC, 3, 5, 4, 0, 100), FetchItem(TOPIC, 3, 5, 6, 0, 100)],
             0, 1, 1 << 20)
         assert [o.error_code for o in outcomes] == [
             ErrorCode.not_leader_or_follower, ErrorCode.not_leader_or_follower,
             ErrorCode.fenced_leader_epoch, ErrorCode.unknown_leader_epoch]
-        offsets = host.list_offsets([(TOPIC, 3, 4, -1, -1), (TOPIC, 3, 5, 4, -1)])
-        assert [o[0] for o in offsets] == [ErrorCode.not_leader_or_follower.value, ErrorCode.fenced_leader_epoch.value]
+        offsets = host.list_offsets([ListOffsetsItem(TOPIC, 3, 4, -1, -1), ListOffsetsItem(TOPIC, 3, 5, 4, -1)])
+        assert [o.error_code for o in offsets] == [ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch]
 
         host.runtime.partitions[TP].status = PartitionStatus.LOADING  # as a load in progress leaves it
-        [loading] = await host.fetch([(TOPIC, 3, 5, -1, 0, 100)], 0, 1, 1 << 20)
-        [listing] = host.list_offsets([(TOPIC, 3, 5, -1, -1)])
+        [loading] = await host.fetch([FetchItem(TOPIC, 3, 5, -1, 0, 100)], 0, 1, 1 << 20)
+        [listing] = host.list_offsets([ListOffsetsItem(TOPIC, 3, 5, -1, -1)])
         assert loading.error_code == ErrorCode.not_leader_or_follower
-        assert listing[0] == ErrorCode.not_leader_or_follower.value
+        assert listing.error_code == ErrorCode.not_leader_or_follower
         host.runtime.partitions[TP].status = PartitionStatus.ACTIVE
         await host.shutdown()
 
@@ -87,7 +88,7 @@ def test_a_fetch_at_the_end_waits_its_max_wait_instead_of_answering_at_once(tmp_
     async def main():
         host = await _host(tmp_path)
         started = time.monotonic()
-        [outcome] = await host.fetch([(TOPIC, 3, 5, -1, 9, 100)], 200, 1, 1 << 20)
+        [outcome] = await host.fetch([FetchItem(TOPIC, 3, 5, -1, 9, 100)], 200, 1, 1 << 20)
         waited = time.monotonic() - started
         assert outcome.error_code == ErrorCode.none and outcome.records == b"" and outcome.high_watermark == 9
         assert 0.15 <= waited < 2

@@ -14,6 +14,7 @@ from cluster.config import Config
 from cluster.log import FileOps, PartitionLog
 from cluster.recordbatch import encode_records, iter_batches, parse_header
 from tests.full_disk import FullDisk
+from cluster.calls import FetchItem, ListOffsetsItem, ProduceItem
 
 
 
@@ -35,9 +36,9 @@ async def leader_with(tmp_path: Path, *partitions: tuple[str, int, int], file_op
 def test_offsets_are_assigned_in_order_and_fetch_returns_the_stored_batches(tmp_path):
     async def main():
         leader = await leader_with(tmp_path, ("t", 0, 3))
-        out = await leader.produce([("t", 0, 3, batch(2)), ("t", 0, 3, batch(3))])
+        out = await leader.produce([ProduceItem("t", 0, 3, batch(2)), ProduceItem("t", 0, 3, batch(3))])
         assert [(o.error_code, o.base_offset) for o in out] == [(ErrorCode.none, 0), (ErrorCode.none, 2)]
-        (fetched,) = await leader.fetch([("t", 0, 3, -1, 0, 1 << 20)], 0, 1, 1 << 20)
+        (fetched,) = await leader.fetch([FetchItem("t", 0, 3, -1, 0, 1 << 20)], 0, 1, 1 << 20)
         assert fetched.high_watermark == 5
         headers = [h for _, h in iter_batches(fetched.records)]
         assert [(h.base_offset, h.record_count, h.partition_leader_epoch) for h in headers] == [(0, 2, 3), (2, 3, 3)]
@@ -50,14 +51,14 @@ def test_a_full_disk_fails_the_produce_and_changes_nothing(tmp_path):
     async def main():
         disk = FullDisk()
         leader = await leader_with(tmp_path, ("t", 0, 1), file_ops=disk)
-        await leader.produce([("t", 0, 1, batch(2))])
+        await leader.produce([ProduceItem("t", 0, 1, batch(2))])
         with disk.filled():
-            (failed,) = await leader.produce([("t", 0, 1, batch(4))])
+            (failed,) = await leader.produce([ProduceItem("t", 0, 1, batch(4))])
         assert failed.error_code == ErrorCode.kafka_storage_error and "No space" in failed.message
         assert leader.partitions[("t", 0)].log.end_offset == 2
-        (ok,) = await leader.produce([("t", 0, 1, batch(1))])
+        (ok,) = await leader.produce([ProduceItem("t", 0, 1, batch(1))])
         assert ok.base_offset == 2
-        (fetched,) = await leader.fetch([("t", 0, 1, -1, 0, 1 << 20)], 0, 1, 1 << 20)
+        (fetched,) = await leader.fetch([FetchItem("t", 0, 1, -1, 0, 1 << 20)], 0, 1, 1 << 20)
         assert [h.record_count for _, h in iter_batches(fetched.records)] == [2, 1]
         await leader.shutdown()
 
@@ -76,7 +77,7 @@ def test_a_full_disk_fails_the_produce_and_changes_nothing(tmp_path):
 def test_invalid_batches_are_rejected_without_writing(tmp_path, mutate, error):
     async def main():
         leader = await leader_with(tmp_path, ("t", 0, 1))
-        (out,) = await leader.produce([("t", 0, 1, mutate(batch(2)))])
+        (out,) = await leader.produce([ProduceItem("t", 0, 1, mutate(batch(2)))])
         assert out.error_code == error
         assert leader.partitions[("t", 0)].log.end_offset == 0
         await leader.shutdown()
@@ -88,7 +89,7 @@ def test_oversize_batch_gets_message_too_large(tmp_path):
     async def main():
         leader = await leader_with(tmp_path, ("t", 0, 1))
         big = encode_records([(0, b"k", b"x" * 5000)], 1)
-        (out,) = await leader.produce([("t", 0, 1, big)])
+        (out,) = await leader.produce([ProduceItem("t", 0, 1, big)])
         assert out.error_code == ErrorCode.message_too_large
         await leader.shutdown()
 
@@ -98,17 +99,17 @@ def test_oversize_batch_gets_message_too_large(tmp_path):
 def test_stale_routing_epoch_and_client_leader_epochs_are_fenced(tmp_path):
     async def main():
         leader = await leader_with(tmp_path, ("t", 0, 5))
-        (stale,) = await leader.produce([("t", 0, 4, batch(1))])
+        (stale,) = await leader.produce([ProduceItem("t", 0, 4, batch(1))])
         assert stale.error_code == ErrorCode.not_leader_or_follower
-        (unknown,) = await leader.produce([("t", 9, 5, batch(1))])
+        (unknown,) = await leader.produce([ProduceItem("t", 9, 5, batch(1))])
         assert unknown.error_code == ErrorCode.not_leader_or_follower
         fenced, ahead, fine = await leader.fetch(
-            [("t", 0, 5, 4, 0, 100), ("t", 0, 5, 6, 0, 100), ("t", 0, 5, 5, 0, 100)], 0, 0, 1000
+            [FetchItem("t", 0, 5, 4, 0, 100), FetchItem("t", 0, 5, 6, 0, 100), FetchItem("t", 0, 5, 5, 0, 100)], 0, 0, 1000
         )
         assert fenced.error_code == ErrorCode.fenced_leader_epoch
         assert ahead.error_code == ErrorCode.unknown_leader_epoch
         assert fine.error_code == ErrorCode.none
-        assert (await leader.list_offsets([("t", 0, 5, 4, -1)]))[0][0] == ErrorCode.fenced_leader_epoch.value
+        assert (await leader.list_offsets([ListOffsetsItem("t", 0, 5, 4, -1)]))[0].error_code == ErrorCode.fenced_leader_epoch
         await leader.shutdown()
 
     asyncio.run(main())
@@ -119,13 +120,13 @@ def test_fetch_long_poll_wakes_on_new_records_and_times_out_otherwise(tmp_path):
         leader = await leader_with(tmp_path, ("t", 0, 1), ("t", 1, 1))
         loop = asyncio.get_running_loop()
         start = loop.time()
-        (idle,) = await leader.fetch([("t", 0, 1, -1, 0, 1000)], 200, 1, 1000)
+        (idle,) = await leader.fetch([FetchItem("t", 0, 1, -1, 0, 1000)], 200, 1, 1000)
         assert idle.records == b"" and loop.time() - start >= 0.19
-        waiting = asyncio.ensure_future(leader.fetch([("t", 0, 1, -1, 0, 1000), ("t", 1, 1, -1, 0, 1000)], 5000, 1, 1000))
+        waiting = asyncio.ensure_future(leader.fetch([FetchItem("t", 0, 1, -1, 0, 1000), FetchItem("t", 1, 1, -1, 0, 1000)], 5000, 1, 1000))
         await asyncio.sleep(0.05)
         assert not waiting.done()
         start = loop.time()
-        await leader.produce([("t", 1, 1, batch(1))])
+        await leader.produce([ProduceItem("t", 1, 1, batch(1))])
         quiet, woke = await waiting
         assert woke.records and quiet.records == b"" and loop.time() - start < 1
         await leader.shutdown()
@@ -136,13 +137,13 @@ def test_fetch_long_poll_wakes_on_new_records_and_times_out_otherwise(tmp_path):
 def test_fetch_waits_for_min_bytes_even_when_every_partition_has_some_data(tmp_path):
     async def main():
         leader = await leader_with(tmp_path, ("t", 0, 1))
-        await leader.produce([("t", 0, 1, batch(1))])
+        await leader.produce([ProduceItem("t", 0, 1, batch(1))])
         one = len(batch(1))
-        waiting = asyncio.ensure_future(leader.fetch([("t", 0, 1, -1, 0, 1000)], 30_000, 2 * one, 1000))
+        waiting = asyncio.ensure_future(leader.fetch([FetchItem("t", 0, 1, -1, 0, 1000)], 30_000, 2 * one, 1000))
         for _ in range(20):
             await asyncio.sleep(0)
         assert not waiting.done()  # one batch is there, but less than min_bytes
-        await leader.produce([("t", 0, 1, batch(1))])
+        await leader.produce([ProduceItem("t", 0, 1, batch(1))])
         (both,) = await asyncio.wait_for(waiting, 10)
         assert [h.base_offset for _, h in iter_batches(both.records)] == [0, 1]
         await leader.shutdown()
@@ -155,14 +156,14 @@ def test_max_bytes_limits_the_response_but_always_returns_a_first_batch(tmp_path
         leader = await leader_with(tmp_path, ("t", 0, 1), ("t", 1, 1))
         later = encode_records([(i, b"k", b"v%d" % i) for i in range(3)], 1_700_000_000_003 + 1000)
         for p in (0, 1):
-            await leader.produce([("t", p, 1, batch(3)), ("t", p, 1, later), ("t", p, 1, batch(3))])
+            await leader.produce([ProduceItem("t", p, 1, batch(3)), ProduceItem("t", p, 1, later), ProduceItem("t", p, 1, batch(3))])
         size = len(batch(3))
-        first, second = await leader.fetch([("t", 0, 1, -1, 0, 10_000), ("t", 1, 1, -1, 0, 10_000)], 0, 1, size // 2)
+        first, second = await leader.fetch([FetchItem("t", 0, 1, -1, 0, 10_000), FetchItem("t", 1, 1, -1, 0, 10_000)], 0, 1, size // 2)
         # KIP-74: one whole batch even over the limit; then the budget is spent.
         assert len(first.records) == size and second.records == b"" and second.high_watermark == 9
-        offsets = await leader.list_offsets([("t", 0, 1, -1, -2), ("t", 0, 1, -1, -1), ("t", 0, 1, -1, -3)])
+        offsets = await leader.list_offsets([ListOffsetsItem("t", 0, 1, -1, -2), ListOffsetsItem("t", 0, 1, -1, -1), ListOffsetsItem("t", 0, 1, -1, -3)])
         # Earliest, latest, and the first record carrying the largest timestamp (the middle batch).
-        assert [o[1] for o in offsets] == [0, 9, 3]
+        assert [o.offset for o in offsets] == [0, 9, 3]
         await leader.shutdown()
 
     asyncio.run(main())

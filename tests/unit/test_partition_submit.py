@@ -9,6 +9,7 @@ from kio.schema.errors import ErrorCode
 from cluster.partition import ProduceOutcome
 from cluster.recordbatch import iter_batches
 from tests.unit.test_partition_leader import batch, leader_with
+from cluster.calls import FetchItem, ProduceItem
 
 
 def test_submit_answers_a_rejected_request_at_once_and_queues_a_valid_one(tmp_path):
@@ -39,12 +40,12 @@ def test_one_call_over_several_partitions_answers_in_order_and_shares_the_append
 
             log.stage = counted
         out = await leader.produce([
-            ("t", 0, 1, batch(2)),
-            ("t", 1, 1, batch(1)),
-            ("t", 7, 1, batch(1)),  # not led here
-            ("t", 0, 1, b"\x00"),  # rejected by its checks
-            ("t", 0, 1, batch(3)),
-            ("t", 1, 1, batch(4)),
+            ProduceItem("t", 0, 1, batch(2)),
+            ProduceItem("t", 1, 1, batch(1)),
+            ProduceItem("t", 7, 1, batch(1)),  # not led here
+            ProduceItem("t", 0, 1, b"\x00"),  # rejected by its checks
+            ProduceItem("t", 0, 1, batch(3)),
+            ProduceItem("t", 1, 1, batch(4)),
         ])
         assert [(o.error_code, o.base_offset) for o in out] == [
             (ErrorCode.none, 0),
@@ -56,7 +57,7 @@ def test_one_call_over_several_partitions_answers_in_order_and_shares_the_append
         ]
         # Both requests of a partition went into its one append.
         assert sorted(writes) == [2, 2]
-        (fetched,) = await leader.fetch([("t", 0, 1, -1, 0, 1 << 20)], 0, 1, 1 << 20)
+        (fetched,) = await leader.fetch([FetchItem("t", 0, 1, -1, 0, 1 << 20)], 0, 1, 1 << 20)
         assert [h.record_count for _, h in iter_batches(fetched.records)] == [2, 3]
         await leader.shutdown()
 

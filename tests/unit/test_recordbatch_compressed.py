@@ -19,6 +19,7 @@ from cluster.config import Config
 from cluster import recordbatch
 from cluster.recordbatch import CRC_START, HEADER, LOG_OVERHEAD, BatchError, split_produced
 from tests.unit.test_recordbatch_records import BASE_TS, record
+from cluster.calls import ProduceItem
 
 GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
 
@@ -60,9 +61,9 @@ def test_a_gzip_batch_claiming_2_31_records_in_a_few_bytes_is_invalid_and_nothin
     async def main():
         leader = PartitionLeader("partition-leader-0", Config({}), tmp_path)
         await leader.load([("t", 0, 1)])
-        (produced,) = await leader.produce([("t", 0, 1, bomb)])
+        (produced,) = await leader.produce([ProduceItem("t", 0, 1, bomb)])
         assert produced.error_code == ErrorCode.invalid_record
-        (ok,) = await leader.produce([("t", 0, 1, compressed_batch(GZIP, gzip.compress(RECORDS), 50))])
+        (ok,) = await leader.produce([ProduceItem("t", 0, 1, compressed_batch(GZIP, gzip.compress(RECORDS), 50))])
         assert (ok.error_code, ok.base_offset) == (ErrorCode.none, 0)
         await leader.shutdown()
 

@@ -24,6 +24,7 @@ from cluster.recordbatch import (
     record_timestamps,
     split_produced,
 )
+from cluster.calls import ListOffsetsItem, LogEnd, ProduceItem
 
 BASE_TS = 1_700_000_000_000
 
@@ -97,12 +98,12 @@ def test_list_offsets_by_time_over_malformed_records_answers_at_the_batch_grain_
         await leader.load([("t", 0, 1)])
         # Produce checks the header only, so records that fit their count but not their lengths pass.
         malformed = raw_batch(record(0, 0, length=-1).ljust(7 * 1000, b"\x00"), 1000)
-        (produced,) = await leader.produce([("t", 0, 1, malformed)])
+        (produced,) = await leader.produce([ProduceItem("t", 0, 1, malformed)])
         assert produced.error_code == ErrorCode.none
         with deadline(5):
-            answers = await leader.list_offsets([("t", 0, 1, -1, BASE_TS + 1), ("t", 0, 1, -1, -3)])
+            answers = await leader.list_offsets([ListOffsetsItem("t", 0, 1, -1, BASE_TS + 1), ListOffsetsItem("t", 0, 1, -1, -3)])
         # Kafka never stores such a batch; the batch itself is the finest grain left to answer with.
-        assert answers == [(ErrorCode.none.value, 0, BASE_TS + 5, 1)] * 2
+        assert answers == [LogEnd(ErrorCode.none, 0, BASE_TS + 5, 1)] * 2
         await leader.shutdown()
 
     asyncio.run(main())

@@ -21,6 +21,7 @@ from cluster.recordbatch import encode_records, iter_batches
 from cluster.runtime import ManualWakeups
 from cluster.share.requests import ShareFetchCall, ShareItem
 from tests.local_persister import LocalPersister
+from cluster.calls import ProduceItem
 
 TOPIC_ID = uuid.UUID("6f1a4b1e-2c4d-4e8f-9a0b-1c2d3e4f5a6b")
 GROUP = "g"
@@ -61,7 +62,7 @@ class Harness:
         return self
 
     async def produce(self, n: int) -> None:
-        (out,) = await self.leader.produce([("t", 0, self.epoch, batch(n))])
+        (out,) = await self.leader.produce([ProduceItem("t", 0, self.epoch, batch(n))])
         assert out.error_code == ErrorCode.none
 
     async def fetch(

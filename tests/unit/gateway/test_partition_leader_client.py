@@ -7,7 +7,7 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from cluster.calls import Endpoint, LogEnd
+from cluster.calls import Endpoint, ListOffsetsItem, LogEnd, ProduceItem
 from cluster.clients.partition_leader import PartitionLeaderClient
 from cluster.gateway.apis import ApiKey
 from cluster.gateway.handlers import produce
@@ -33,7 +33,7 @@ class FakeRouter:
 def test_produce_sends_the_records_with_the_routed_epoch():
     router = FakeRouter(lambda method, item: ProduceOutcome(ErrorCode.none, base_offset=12))
     outcome = asyncio.run(PartitionLeaderClient(router).produce("t", 1, b"batch"))
-    assert outcome.base_offset == 12 and router.items == [(Endpoint.PRODUCE, ("t", 1, 9, b"batch"))]
+    assert outcome.base_offset == 12 and router.items == [(Endpoint.PRODUCE, ProduceItem("t", 1, 9, b"batch"))]
 
 
 def test_no_leader_answers_not_leader_or_follower():
@@ -48,9 +48,9 @@ def test_no_leader_answers_not_leader_or_follower():
 
 
 def test_list_offsets_answers_a_log_end():
-    router = FakeRouter(lambda method, item: (0, 41, -1, 2))
+    router = FakeRouter(lambda method, item: LogEnd(ErrorCode.none, 41, -1, 2))
     assert asyncio.run(PartitionLeaderClient(router).list_offsets("t", 0)) == LogEnd(ErrorCode.none, 41, -1, 2)
-    assert router.items == [(Endpoint.LIST_OFFSETS, ("t", 0, 9, -1, -1))]
+    assert router.items == [(Endpoint.LIST_OFFSETS, ListOffsetsItem("t", 0, 9, -1, -1))]
 
 
 class FakePartitions:
