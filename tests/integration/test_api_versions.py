@@ -52,6 +52,8 @@ def test_every_metadata_version(cluster, topic):
             assert len(response.brokers) == 2
             if v >= 10:
                 assert t.topic_id == topic_id
+            if v >= 13:  # KIP-1102's top-level error: none (REBOOTSTRAP_REQUIRED is never needed)
+                assert response.error_code == ErrorCode.none
         by_id = client.call(ApiKey.METADATA, 12, {"topics": [{"name": None, "topic_id": topic_id}]})
         assert by_id.topics[0].name == name
 
@@ -87,6 +89,41 @@ def test_every_produce_fetch_and_list_offsets_version(cluster, topic):
             assert part.error_code == ErrorCode.none and part.offset == produced, v
 
 
+def test_every_offset_commit_and_offset_fetch_version(cluster, topic):
+    """A group of committed offsets only (no member, generation -1), each version committing its
+    own offset and every OffsetFetch version reading it back; from v10 both name topics by id."""
+    name, topic_id = topic
+
+    def topic_ref(v: int, bound: int) -> dict:
+        return {"topic_id": topic_id} if v >= bound else {"name": name}
+
+    with KioClient(cluster.bootstrap) as client:
+        for v in versions(ApiKey.OFFSET_COMMIT):
+            body = {"group_id": "offsets-v", "generation_id_or_member_epoch": -1, "member_id": "",
+                    "retention_time": -1,
+                    "topics": [{**topic_ref(v, 10), "partitions": [{"partition_index": 1, "committed_offset": 100 + v}]}]}
+            (t,) = client.call(ApiKey.OFFSET_COMMIT, v, body).topics
+            assert t.partitions[0].error_code == ErrorCode.none, v
+            if v >= 10:
+                assert t.topic_id == topic_id
+        last = 100 + versions(ApiKey.OFFSET_COMMIT)[-1]
+        for v in versions(ApiKey.OFFSET_FETCH):
+            wanted = [{**topic_ref(v, 10), "partition_indexes": [1]}]
+            if v >= 8:
+                response = client.call(ApiKey.OFFSET_FETCH, v, {"groups": [{"group_id": "offsets-v", "topics": wanted}]})
+                (t,) = response.groups[0].topics
+            else:
+                (t,) = client.call(ApiKey.OFFSET_FETCH, v, {"group_id": "offsets-v", "topics": wanted}).topics
+            assert t.partitions[0].committed_offset == last, v
+            if v >= 10:
+                assert t.topic_id == topic_id
+        unknown = uuid.UUID(int=12345)
+        body = {"group_id": "offsets-v", "generation_id_or_member_epoch": -1, "member_id": "",
+                "topics": [{"topic_id": unknown, "partitions": [{"partition_index": 0, "committed_offset": 1}]}]}
+        (t,) = client.call(ApiKey.OFFSET_COMMIT, 10, body).topics
+        assert (t.topic_id, t.partitions[0].error_code) == (unknown, ErrorCode.unknown_topic_id)
+
+
 def test_every_topic_admin_version(cluster):
     with KioClient(cluster.bootstrap) as client:
         for v in versions(ApiKey.CREATE_TOPICS):
@@ -105,8 +142,11 @@ def test_every_topic_admin_version(cluster):
 def test_every_describe_cluster_and_find_coordinator_version(cluster):
     with KioClient(cluster.bootstrap) as client:
         for v in versions(ApiKey.DESCRIBE_CLUSTER):
-            response = client.call(ApiKey.DESCRIBE_CLUSTER, v, {"include_cluster_authorized_operations": False})
+            body = {"include_cluster_authorized_operations": False, "include_fenced_brokers": True}
+            response = client.call(ApiKey.DESCRIBE_CLUSTER, v, body)
             assert response.error_code == ErrorCode.none and len(response.brokers) == 2
+            if v >= 2:  # gateways are never fenced: asking for fenced brokers lists the same ones
+                assert [b.is_fenced for b in response.brokers] == [False, False]
         for v in versions(ApiKey.FIND_COORDINATOR):
             response = client.call(ApiKey.FIND_COORDINATOR, v, {"key": "g", "key_type": 0, "coordinator_keys": ["g"]})
             entry = response.coordinators[0] if v >= 4 else response

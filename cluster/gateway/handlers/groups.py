@@ -34,7 +34,7 @@ from cluster.gateway.apis import ApiKey
 from cluster.gateway.answers import answer_shape, build_response
 from cluster.gateway.connection import Request, shared_answer
 from cluster.gateway.context import GatewayContext
-from cluster.gateway.handlers.common import ms, partition_known, refresh_if_unknown
+from cluster.gateway.handlers.common import ms, partition_known, refresh_if_unknown, resolve_topic
 
 
 # Kafka's GroupCoordinatorService refuses an empty group id on these four before any coordinator
@@ -173,21 +173,23 @@ async def leave_group(gw: GatewayContext, request: Request) -> Any:
 
 async def offset_commit(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
-    await refresh_if_unknown(gw, [t.name for t in b.topics])
+    names = await _topic_names(gw, b.topics, v >= 10)
     with_epoch = v >= 6
     known: list[tuple[str, tuple[CommitPartition, ...]]] = []
-    answers: dict[tuple[str, int], ErrorCode] = {}
-    for t in b.topics:
+    answers: dict[tuple[Any, int], ErrorCode] = {}  # keyed by name, or by topic id when it names nothing
+    for t, name in zip(b.topics, names):
         parts = []
         for p in t.partitions:
             index = p.partition_index
-            if partition_known(gw, t.name, index):
+            if name is None:  # v10: an id this cluster does not know (Kafka: UNKNOWN_TOPIC_ID)
+                answers[(t.topic_id, index)] = ErrorCode.unknown_topic_id
+            elif partition_known(gw, name, index):
                 epoch = p.committed_leader_epoch if with_epoch else -1
                 parts.append(CommitPartition(index, p.committed_offset, epoch, p.committed_metadata))
             else:
-                answers[(t.name, index)] = ErrorCode.unknown_topic_or_partition
+                answers[(name, index)] = ErrorCode.unknown_topic_or_partition
         if parts:
-            known.append((t.name, tuple(parts)))
+            known.append((name, tuple(parts)))
     if known:
         req = OffsetCommitRequest(
             group_id=b.group_id,
@@ -209,11 +211,23 @@ async def offset_commit(gw: GatewayContext, request: Request) -> Any:
                     answers[(topic, partition)] = error
     answer = answer_shape(ApiKey.OFFSET_COMMIT, v)
     topic = answer.of("topics")
+    # v10 names topics by id, in the request and in the answer (KIP-848's topic ids).
     return answer(topics=tuple(
-        topic(name=t.name, partitions=tuple(_committed(v, p.partition_index, answers[(t.name, p.partition_index)])
-                                            for p in t.partitions))
-        for t in b.topics
+        topic(**({"topic_id": t.topic_id} if v >= 10 else {"name": t.name}),
+              partitions=tuple(_committed(v, p.partition_index, answers[(name or t.topic_id, p.partition_index)])
+                               for p in t.partitions))
+        for t, name in zip(b.topics, names)
     ))
+
+
+async def _topic_names(gw: GatewayContext, topics: Any, by_id: bool) -> list[str | None]:
+    """The names of a request's topics: as sent, or (by_id) behind their topic ids, None for an
+    id this cluster does not know after one pull of the map."""
+    if not by_id:
+        await refresh_if_unknown(gw, [t.name for t in topics])
+        return [t.name for t in topics]
+    await refresh_if_unknown(gw, [], [t.topic_id for t in topics])
+    return [resolve_topic(gw, None, t.topic_id)[0] for t in topics]
 
 
 # An OffsetCommit answer is built from typed values (answers.py): by `build_response` from dicts it
@@ -229,9 +243,9 @@ def _committed(version: int, partition: int, error: Any) -> Any:
 
 
 async def _fetch_one_group(
-    gw: GatewayContext, group_id: str, topics: Any, require_stable: bool, version: int
+    gw: GatewayContext, group_id: str, wanted: Any, require_stable: bool, version: int
 ) -> OffsetFetchResponse:
-    wanted = None if topics is None else tuple((t.name, tuple(t.partition_indexes)) for t in topics)
+    """wanted: ((topic name, partitions), ...), or None for every committed offset."""
     outcome = await gw.coordinators.group(Op.FETCH_OFFSETS, group_id, OffsetFetchRequest(group_id, wanted, require_stable))
     if isinstance(outcome, Failed):
         if version >= 2:  # a top-level error code exists: Kafka's groupError lists no partitions
@@ -247,33 +261,67 @@ def _failed_partition(partition: int, error: ErrorCode) -> FetchedOffset:
     return FetchedOffset(partition, -1, -1, "", error)
 
 
-def _topics_out(response: OffsetFetchResponse) -> list[dict[str, Any]]:
+def _partitions_out(parts: Any) -> list[dict[str, Any]]:
     return [
         {
-            "name": topic,
-            "partitions": [
-                {
-                    "partition_index": o.partition,
-                    "committed_offset": o.offset,
-                    "committed_leader_epoch": o.leader_epoch,
-                    "metadata": o.metadata,
-                    "error_code": o.error_code,
-                }
-                for o in parts
-            ],
+            "partition_index": o.partition,
+            "committed_offset": o.offset,
+            "committed_leader_epoch": o.leader_epoch,
+            "metadata": o.metadata,
+            "error_code": o.error_code,
         }
-        for topic, parts in response.topics
+        for o in parts
     ]
+
+
+def _topics_out(response: OffsetFetchResponse) -> list[dict[str, Any]]:
+    return [{"name": topic, "partitions": _partitions_out(parts)} for topic, parts in response.topics]
+
+
+async def _fetch_group_by_ids(gw: GatewayContext, group: Any, require_stable: bool, version: int) -> dict[str, Any]:
+    """OffsetFetch v10's group: topics named by id. An id this cluster does not know answers
+    UNKNOWN_TOPIC_ID for its partitions; of every committed offset (no topics asked), a topic
+    that has no id any more (deleted) is left out, as a client naming topics by id cannot use it."""
+    unknown: list[Any] = []
+    wanted = None
+    if group.topics is not None:
+        await refresh_if_unknown(gw, [], [t.topic_id for t in group.topics])
+        resolved = []
+        for t in group.topics:
+            name = resolve_topic(gw, None, t.topic_id)[0]
+            if name is None:
+                unknown.append(t)
+            else:
+                resolved.append((name, tuple(t.partition_indexes)))
+        wanted = tuple(resolved)
+    result = await _fetch_one_group(gw, group.group_id, wanted, require_stable, version) \
+        if wanted is None or wanted else OffsetFetchResponse(group.group_id, ErrorCode.none, ())
+    topics = gw.leadership.topics
+    out = [{"topic_id": topics[name].topic_id, "partitions": _partitions_out(parts)}
+           for name, parts in result.topics if name in topics]
+    out += [{"topic_id": t.topic_id,
+             "partitions": _partitions_out(_failed_partition(p, ErrorCode.unknown_topic_id) for p in t.partition_indexes)}
+            for t in unknown]
+    return {"group_id": group.group_id, "topics": out, "error_code": result.error_code}
+
+
+def _wanted(topics: Any) -> Any:
+    return None if topics is None else tuple((t.name, tuple(t.partition_indexes)) for t in topics)
 
 
 async def offset_fetch(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
     require_stable = bool(getattr(b, "require_stable", False))
+    if v >= 10:
+        groups = await asyncio.gather(*(_fetch_group_by_ids(gw, g, require_stable, v) for g in b.groups))
+        return build_response(ApiKey.OFFSET_FETCH, v, {"groups": list(groups)})
     if v >= 8:
-        results = await asyncio.gather(*(_fetch_one_group(gw, g.group_id, g.topics, require_stable, v) for g in b.groups))
+        results = await asyncio.gather(
+            *(_fetch_one_group(gw, g.group_id, _wanted(g.topics), require_stable, v) for g in b.groups)
+        )
         groups = [{"group_id": r.group_id, "topics": _topics_out(r), "error_code": r.error_code} for r in results]
         return build_response(ApiKey.OFFSET_FETCH, v, {"groups": groups})
-    result = await _fetch_one_group(gw, b.group_id, b.topics, require_stable, v)
+    result = await _fetch_one_group(gw, b.group_id, _wanted(b.topics), require_stable, v)
     return build_response(ApiKey.OFFSET_FETCH, v, {"topics": _topics_out(result), "error_code": result.error_code})
 
 

@@ -3,6 +3,8 @@ and the answers Kafka 4.x's GroupCoordinatorService gives before or instead of t
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from kio.schema.errors import ErrorCode
 
@@ -197,3 +199,50 @@ def test_a_heartbeats_answer_is_the_entity_built_for_its_version_and_outcome(ver
         gw = gateway(FakeCoordinators({Op.HEARTBEAT: HeartbeatResponse(error)}))
         response = run(groups.heartbeat, gw, request(ApiKey.HEARTBEAT, version, {**HEARTBEAT, "group_id": "g"}))
         assert response == build_response(ApiKey.HEARTBEAT, version, {"error_code": error})
+
+
+def test_offset_commit_v10_names_topics_by_id_and_answers_an_unknown_id_itself():
+    seen = []
+
+    def commit(group_id, req):
+        seen.append(req)
+        return OffsetCommitResponse(tuple((t, tuple((p.partition, ErrorCode.none) for p in parts)) for t, parts in req.topics))
+
+    leadership = _with_topic("t", 2)
+    known, unknown = leadership.topics["t"].topic_id, uuid.UUID(int=99)
+    gw = gateway(FakeCoordinators({Op.COMMIT: commit}), leadership=leadership)
+    response = run(groups.offset_commit, gw, request(ApiKey.OFFSET_COMMIT, 10, {
+        "group_id": "g", "generation_id_or_member_epoch": 1, "member_id": "m",
+        "topics": [{"topic_id": known, "partitions": [{"partition_index": 1, "committed_offset": 5},
+                                                       {"partition_index": 4, "committed_offset": 5}]},
+                   {"topic_id": unknown, "partitions": [{"partition_index": 0, "committed_offset": 5}]}],
+    }))
+    assert [(t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions]) for t in response.topics] == [
+        (known, [(1, ErrorCode.none), (4, ErrorCode.unknown_topic_or_partition)]),
+        (unknown, [(0, ErrorCode.unknown_topic_id)]),
+    ]
+    # The coordinator stores by name, as Kafka's does: only the known partition went, under "t".
+    assert [(t, [p.partition for p in parts]) for t, parts in seen[0].topics] == [("t", [1])]
+
+
+def test_offset_fetch_v10_names_topics_by_id_both_ways():
+    asked = []
+
+    def fetch(group_id, req):
+        asked.append(req.topics)
+        committed = (("t", (FetchedOffset(0, 7, -1, "", ErrorCode.none),)), ("gone", (FetchedOffset(0, 3, -1, "", ErrorCode.none),)))
+        return OffsetFetchResponse(group_id, ErrorCode.none, committed if req.topics is None else committed[:1])
+
+    leadership = _with_topic("t", 1)
+    known, unknown = leadership.topics["t"].topic_id, uuid.UUID(int=99)
+    gw = gateway(FakeCoordinators({Op.FETCH_OFFSETS: fetch}), leadership=leadership)
+    response = run(groups.offset_fetch, gw, request(ApiKey.OFFSET_FETCH, 10, {"groups": [
+        {"group_id": "a", "topics": [{"topic_id": known, "partition_indexes": [0]},
+                                     {"topic_id": unknown, "partition_indexes": [2]}]},
+        {"group_id": "b", "topics": None}]}))
+    a, b = response.groups
+    assert [(t.topic_id, [(p.partition_index, p.committed_offset, p.error_code) for p in t.partitions]) for t in a.topics] == [
+        (known, [(0, 7, ErrorCode.none)]), (unknown, [(2, -1, ErrorCode.unknown_topic_id)])]
+    assert asked[0] == (("t", (0,)),)  # by name to the coordinator, only what is known
+    # Every committed offset: a topic without an id any more ("gone", deleted) is left out.
+    assert [t.topic_id for t in b.topics] == [known]
