@@ -79,7 +79,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.LEAVE_GROUP: (0, 5),
     ApiKey.OFFSET_COMMIT: (2, 10),
     ApiKey.OFFSET_FETCH: (1, 10),
-    ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 6),
     ApiKey.LIST_GROUPS: (0, 5),
     ApiKey.DELETE_GROUPS: (0, 2),
     # KIP-932 share groups: v1 is what Kafka 4.1+ and librdkafka 2.15+ speak (v0 was early access).

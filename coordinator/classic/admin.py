@@ -15,10 +15,12 @@ from coordinator.context import OperationContext
 def describe_group(ctx: OperationContext, group_id: str) -> DescribedGroup:
     group = ctx.group(group_id)
     if not isinstance(group, ClassicGroup):
-        # DescribeGroups v0-v5: an unknown group is described as Dead, not as an error. Kafka 4.x
-        # answers the same for a share group (describeGroups looks up a *classic* group, and its
-        # GroupIdNotFoundException becomes Dead with no error below v6).
-        return DescribedGroup(group_id, ErrorCode.none, S.DEAD.value, "", "")
+        # Kafka's describeGroups looks up a *classic* group; its GroupIdNotFoundException (no such
+        # group, or a group of another type) is a Dead group with GROUP_ID_NOT_FOUND and the
+        # exception's message from DescribeGroups v6 (KIP-1043), and a Dead group with no error
+        # below (the gateway drops the error there: it knows the version).
+        message = f"Group {group_id} not found." if group is None else f"Group {group_id} is not a classic group."
+        return DescribedGroup(group_id, ErrorCode.group_id_not_found, S.DEAD.value, "", "", error_message=message)
     stable = group.is_in(S.STABLE)
     members = tuple(
         DescribedMember(

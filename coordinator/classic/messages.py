@@ -176,6 +176,7 @@ class DescribedGroup:
     protocol_type: str
     protocol: str
     members: tuple[DescribedMember, ...] = ()
+    error_message: str | None = None
 
 
 @message

@@ -124,6 +124,16 @@ def test_every_offset_commit_and_offset_fetch_version(cluster, topic):
         assert (t.topic_id, t.partitions[0].error_code) == (unknown, ErrorCode.unknown_topic_id)
 
 
+def test_every_describe_groups_version_of_an_unknown_group(cluster):
+    with KioClient(cluster.bootstrap) as client:
+        for v in versions(ApiKey.DESCRIBE_GROUPS):
+            (group,) = client.call(ApiKey.DESCRIBE_GROUPS, v, {"groups": ["never-was"]}).groups
+            assert group.group_state == "Dead", v
+            # KIP-1043: from v6 an unknown group is GROUP_ID_NOT_FOUND, with Kafka's message.
+            expected = (ErrorCode.group_id_not_found, "Group never-was not found.") if v >= 6 else (ErrorCode.none, None)
+            assert (group.error_code, getattr(group, "error_message", None)) == expected, v
+
+
 def test_every_topic_admin_version(cluster):
     with KioClient(cluster.bootstrap) as client:
         for v in versions(ApiKey.CREATE_TOPICS):

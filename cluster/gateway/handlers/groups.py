@@ -338,9 +338,13 @@ async def describe_groups(gw: GatewayContext, request: Request) -> Any:
             groups.append({"error_code": d.error_code, "group_id": group_id, "group_state": "", "protocol_type": "",
                            "protocol_data": "", "members": []})
             continue
+        error, message = d.error_code, d.error_message
+        if error == ErrorCode.group_id_not_found and v < 6:
+            error, message = ErrorCode.none, None  # before v6 an unknown group is only Dead (KIP-1043)
         groups.append(
             {
-                "error_code": d.error_code,
+                "error_code": error,
+                "error_message": message,
                 "group_id": d.group_id,
                 "group_state": d.state,
                 "protocol_type": d.protocol_type,

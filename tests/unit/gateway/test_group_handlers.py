@@ -246,3 +246,15 @@ def test_offset_fetch_v10_names_topics_by_id_both_ways():
     assert asked[0] == (("t", (0,)),)  # by name to the coordinator, only what is known
     # Every committed offset: a topic without an id any more ("gone", deleted) is left out.
     assert [t.topic_id for t in b.topics] == [known]
+
+
+@pytest.mark.parametrize("version", [0, 5, 6])
+def test_describe_groups_answers_an_unknown_group_as_dead_and_from_v6_as_not_found(version):
+    missing = DescribedGroup("nope", ErrorCode.group_id_not_found, "Dead", "", "", error_message="Group nope not found.")
+    gw = gateway(FakeCoordinators({Op.DESCRIBE: lambda g, _: missing}))
+    (group,) = run(groups.describe_groups, gw, request(ApiKey.DESCRIBE_GROUPS, version, {"groups": ["nope"]})).groups
+    assert group.group_state == "Dead"
+    if version >= 6:
+        assert (group.error_code, group.error_message) == (ErrorCode.group_id_not_found, "Group nope not found.")
+    else:
+        assert group.error_code == ErrorCode.none

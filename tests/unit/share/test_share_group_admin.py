@@ -103,11 +103,15 @@ def test_list_groups_lists_share_groups_with_type_and_state_filters():
     assert ctx.run(ctx.shard.list_groups(states=("PreparingRebalance",), types=("share",))) == []
 
 
-def test_describe_groups_v0_to_v5_describes_a_share_group_as_dead_like_kafka():
+def test_describe_groups_describes_a_share_group_as_not_found_like_kafka():
+    """Kafka's describeGroups looks up a classic group: a share group is its GroupIdNotFoundException,
+    Dead with GROUP_ID_NOT_FOUND and the message from v6, Dead alone below (the gateway's part)."""
     ctx = ShareContext(topic("foo", 1))
     stable_share_group(ctx)
     (described,) = ctx.run(ctx.shard.describe_groups(("g",)))
-    assert (described.error_code, described.state, described.protocol_type, described.members) == (NONE, "Dead", "", ())
+    assert (described.error_code, described.state, described.protocol_type, described.members) == (
+        ErrorCode.group_id_not_found, "Dead", "", ())
+    assert described.error_message == "Group g is not a classic group."
 
 
 def test_delete_groups_deletes_an_empty_share_group_and_its_share_state():
