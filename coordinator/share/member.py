@@ -3,25 +3,15 @@ modern MemberState). Members are immutable: a change makes a new member."""
 
 from __future__ import annotations
 
-import enum
+
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from coordinator.member_state import MemberState
+
 TopicPartitions = Mapping[UUID, frozenset[int]]  # topic id -> partitions; never an empty set
-
-
-class MemberState(enum.IntEnum):
-    """Kafka's modern MemberState values (as written in ShareGroupCurrentMemberAssignment.State).
-
-    A share member takes its target assignment at once (nothing to revoke first), so it is always
-    STABLE; the other values exist only to read what Kafka could write."""
-
-    STABLE = 0
-    UNREVOKED_PARTITIONS = 1
-    UNRELEASED_PARTITIONS = 2
-    UNKNOWN = 127
 
 
 def freeze_partitions(partitions: Mapping[UUID, Iterable[int]]) -> dict[UUID, frozenset[int]]:

@@ -1,0 +1,103 @@
+"""A consumer group's member as the group coordinator holds it (Kafka's modern/MemberState and
+modern/consumer/ConsumerGroupMember, KIP-848), as an immutable value: a change makes a new member,
+through `dataclasses.replace` (Kafka's ConsumerGroupMember.Builder) or `update_member_epoch`.
+
+Partitions are keyed by topic id, each topic's partitions a frozenset; a topic with no partitions
+is not a key (Kafka's reconciliation never stores an empty set either, and its maps compare by
+content, so `{t: {}}` and `{}` would differ there too). Only the fields the reconciliation and the
+heartbeat need are here: Kafka's classicMemberMetadata (members that joined with the classic
+protocol) is not ported yet.
+
+The member's lifecycle is KIP-848's reconciliation (coordinator/consumer/reconciliation.py):
+
+    STABLE                -> STABLE | UNREVOKED_PARTITIONS | UNRELEASED_PARTITIONS
+    UNREVOKED_PARTITIONS  -> UNREVOKED_PARTITIONS | STABLE | UNRELEASED_PARTITIONS
+    UNRELEASED_PARTITIONS -> UNRELEASED_PARTITIONS | STABLE | UNREVOKED_PARTITIONS
+    UNKNOWN               -> STABLE | UNRELEASED_PARTITIONS     (after the member was fenced)
+
+UNKNOWN is never entered: it is what a state value written by a newer coordinator reads as.
+"""
+
+from __future__ import annotations
+
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+from coordinator.consumer.assignment_spec import TopicId
+from coordinator.member_state import MemberState
+from kernel.lifecycle import validate_transition
+
+TopicPartitions = Mapping[TopicId, frozenset[int]]  # topic id -> partitions; never an empty set
+
+
+def validate_member_transition(current: MemberState, target: MemberState) -> None:
+    """Raise IllegalTransition, changing nothing, unless current -> target is a move the
+    reconciliation can make."""
+    validate_transition(_VALID_PREVIOUS, current, target, "consumer group member")
+
+
+_S = MemberState
+# target -> the states it may follow. Self-moves are real moves here (STABLE -> STABLE bumps the
+# epoch; UNREVOKED -> UNREVOKED revokes more at the next epoch), so they are listed, not implied.
+_VALID_PREVIOUS: dict[MemberState, frozenset[MemberState]] = {
+    _S.STABLE: frozenset({_S.STABLE, _S.UNREVOKED_PARTITIONS, _S.UNRELEASED_PARTITIONS, _S.UNKNOWN}),
+    _S.UNREVOKED_PARTITIONS: frozenset({_S.STABLE, _S.UNREVOKED_PARTITIONS, _S.UNRELEASED_PARTITIONS}),
+    _S.UNRELEASED_PARTITIONS: frozenset(
+        {_S.STABLE, _S.UNREVOKED_PARTITIONS, _S.UNRELEASED_PARTITIONS, _S.UNKNOWN}
+    ),
+    _S.UNKNOWN: frozenset(),
+}
+
+
+def freeze_partitions(partitions: Mapping[TopicId, Iterable[int]]) -> dict[TopicId, frozenset[int]]:
+    """An assignment in canonical form: frozensets, no topic without partitions."""
+    out: dict[TopicId, frozenset[int]] = {}
+    for topic_id, ps in partitions.items():
+        frozen = ps if isinstance(ps, frozenset) else frozenset(ps)
+        if frozen:
+            out[topic_id] = frozen
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMember:
+    """Kafka's ConsumerGroupMember (with ModernGroupMember's fields); the defaults are its
+    Builder's for a new member. `server_assignor_name` None is Kafka's Optional.empty()."""
+
+    member_id: str
+    member_epoch: int = 0
+    previous_member_epoch: int = -1
+    state: MemberState = MemberState.STABLE
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: frozenset[str] = frozenset()
+    subscribed_topic_regex: str = ""
+    server_assignor_name: str | None = None
+    assigned_partitions: TopicPartitions = field(default_factory=dict)
+    partitions_pending_revocation: TopicPartitions = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Canonical form whatever the caller passed (lists, sets, empty topics, a state as its
+        # stored byte), so that two members with the same content compare equal, as Kafka's do.
+        object.__setattr__(self, "state", MemberState.from_value(int(self.state)))
+        object.__setattr__(self, "subscribed_topic_names", frozenset(self.subscribed_topic_names))
+        object.__setattr__(self, "assigned_partitions", freeze_partitions(self.assigned_partitions))
+        object.__setattr__(
+            self, "partitions_pending_revocation", freeze_partitions(self.partitions_pending_revocation)
+        )
+
+    def update_member_epoch(self, member_epoch: int) -> "ConsumerGroupMember":
+        """Kafka's Builder.updateMemberEpoch: the new epoch, the current one becoming the previous
+        (which the heartbeat still accepts, in case the response carrying the new one was lost)."""
+        return replace(self, member_epoch=member_epoch, previous_member_epoch=self.member_epoch)
+
+    def is_reconciled_to(self, target_assignment_epoch: int) -> bool:
+        """Kafka's ModernGroupMember.isReconciledTo."""
+        return self.state is MemberState.STABLE and self.member_epoch == target_assignment_epoch
+
+
+__all__ = ["ConsumerGroupMember", "MemberState", "TopicPartitions", "freeze_partitions"]
