@@ -181,12 +181,18 @@ class UserPartition:
     # -- list offsets ------------------------------------------------------------------------------
 
     def offset_for(self, timestamp: int) -> tuple[int, int]:
-        """(offset, timestamp) per ListOffsets: -1 latest, -2 earliest, -3 max timestamp, else by time."""
+        """(offset, timestamp) per ListOffsets: -1 latest, -2 earliest, -3 max timestamp, -4
+        earliest local (v8), -5 latest tiered (v9), else by time.
+
+        Kafka's UnifiedLog.fetchOffsetByTimestamp without tiered storage, which raygroups has not:
+        the earliest local offset is the log start offset, and there is no tiered offset (-1)."""
         log = self.log
         if timestamp == -1:
             return log.end_offset, -1
-        if timestamp == -2:
+        if timestamp in (-2, -4):
             return log.log_start_offset, -1
+        if timestamp == -5:
+            return -1, -1
         if timestamp == -3:
             batch = log.max_timestamp_batch()
             if batch is None:

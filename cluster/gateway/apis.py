@@ -64,7 +64,7 @@ ADMIN_API_KEY = 32000
 SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.PRODUCE: (3, 11),
     ApiKey.FETCH: (4, 18),
-    ApiKey.LIST_OFFSETS: (1, 8),
+    ApiKey.LIST_OFFSETS: (1, 10),
     ApiKey.METADATA: (1, 13),
     ApiKey.FIND_COORDINATOR: (0, 6),
     ApiKey.API_VERSIONS: (0, 4),

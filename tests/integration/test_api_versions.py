@@ -83,10 +83,14 @@ def test_every_produce_fetch_and_list_offsets_version(cluster, topic):
             assert part.error_code == ErrorCode.none and part.high_watermark == produced, v
             assert part.records and b"produce v" in part.records
         for v in versions(ApiKey.LIST_OFFSETS):
-            body = {"replica_id": -1, "topics": [{"name": name, "partitions": [{"partition_index": 0, "timestamp": -1}]}]}
-            response = client.call(ApiKey.LIST_OFFSETS, v, body)
-            part = response.topics[0].partitions[0]
-            assert part.error_code == ErrorCode.none and part.offset == produced, v
+            # latest; earliest local (v8+: the log start, no tiered storage); latest tiered (v9+: none, -1)
+            specs = [(-1, produced)] + ([(-4, 0)] if v >= 8 else []) + ([(-5, -1)] if v >= 9 else [])
+            for timestamp, expected in specs:
+                body = {"replica_id": -1, "timeout": 5000,
+                        "topics": [{"name": name, "partitions": [{"partition_index": 0, "timestamp": timestamp}]}]}
+                response = client.call(ApiKey.LIST_OFFSETS, v, body)
+                part = response.topics[0].partitions[0]
+                assert part.error_code == ErrorCode.none and part.offset == expected, (v, timestamp)
 
 
 def test_every_offset_commit_and_offset_fetch_version(cluster, topic):

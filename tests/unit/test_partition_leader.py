@@ -161,9 +161,11 @@ def test_max_bytes_limits_the_response_but_always_returns_a_first_batch(tmp_path
         first, second = await leader.fetch([FetchItem("t", 0, 1, -1, 0, 10_000), FetchItem("t", 1, 1, -1, 0, 10_000)], 0, 1, size // 2)
         # KIP-74: one whole batch even over the limit; then the budget is spent.
         assert len(first.records) == size and second.records == b"" and second.high_watermark == 9
-        offsets = await leader.list_offsets([ListOffsetsItem("t", 0, 1, -1, -2), ListOffsetsItem("t", 0, 1, -1, -1), ListOffsetsItem("t", 0, 1, -1, -3)])
-        # Earliest, latest, and the first record carrying the largest timestamp (the middle batch).
-        assert [o.offset for o in offsets] == [0, 9, 3]
+        offsets = await leader.list_offsets([ListOffsetsItem("t", 0, 1, -1, ts) for ts in (-2, -1, -3, -4, -5)])
+        # Earliest, latest, the first record carrying the largest timestamp (the middle batch), the
+        # earliest local offset (the log start: no tiered storage) and no latest tiered offset.
+        assert [o.offset for o in offsets] == [0, 9, 3, 0, -1]
+        assert [o.leader_epoch for o in offsets] == [1, 1, 1, 1, -1]
         await leader.shutdown()
 
     asyncio.run(main())
