@@ -62,7 +62,7 @@ class ApiKey(enum.IntEnum):
 ADMIN_API_KEY = 32000
 
 SUPPORTED: dict[int, tuple[int, int]] = {
-    ApiKey.PRODUCE: (3, 11),
+    ApiKey.PRODUCE: (3, 13),
     ApiKey.FETCH: (4, 18),
     ApiKey.LIST_OFFSETS: (1, 10),
     ApiKey.METADATA: (1, 13),

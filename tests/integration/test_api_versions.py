@@ -64,10 +64,13 @@ def test_every_produce_fetch_and_list_offsets_version(cluster, topic):
         produced = 0
         for v in versions(ApiKey.PRODUCE):
             batch = encode_records([(0, b"k%d" % v, b"produce v%d" % v)], 1_700_000_000_000 + v)
-            body = {"acks": -1, "timeout": 5000, "topic_data": [{"name": name, "partition_data": [{"index": 0, "records": batch}]}]}
+            topic_ref = {"topic_id": topic_id} if v >= 13 else {"name": name}  # KIP-516: by id from v13
+            body = {"acks": -1, "timeout": 5000, "topic_data": [{**topic_ref, "partition_data": [{"index": 0, "records": batch}]}]}
             response = client.call(ApiKey.PRODUCE, v, body)
             part = response.responses[0].partition_responses[0]
             assert part.error_code == ErrorCode.none and part.base_offset == produced, v
+            if v >= 13:
+                assert response.responses[0].topic_id == topic_id
             produced += 1
         for v in versions(ApiKey.FETCH):
             topic_field = {"topic_id": topic_id} if v >= 13 else {"topic": name}

@@ -40,6 +40,23 @@ def _gw():
     return gateway(partitions=partitions, leadership=Leadership(1, "c", [], topics, {}, {})), partitions
 
 
+def test_v13_names_topics_by_id_both_ways_and_an_unknown_id_is_answered_here():
+    gw, partitions = _gw()
+    a, b, unknown = gw.leadership.topics["a"].topic_id, gw.leadership.topics["b"].topic_id, uuid.UUID(int=7)
+    body = {"transactional_id": None, "acks": -1, "timeout": 1000, "topic_data": [
+        {"topic_id": a, "partition_data": [{"index": 0, "records": BATCH}, {"index": 7, "records": BATCH}]},
+        {"topic_id": b, "partition_data": [{"index": 1, "records": BATCH}]},
+        {"topic_id": unknown, "partition_data": [{"index": 0, "records": BATCH}]},
+    ]}
+    response = run(produce.produce, gw, request(ApiKey.PRODUCE, 13, body))
+    assert [(t.topic_id, [(p.index, p.error_code, p.base_offset) for p in t.partition_responses]) for t in response.responses] == [
+        (a, [(0, ErrorCode.none, 40), (7, ErrorCode.unknown_topic_or_partition, -1)]),
+        (b, [(1, ErrorCode.none, 41)]),
+        (unknown, [(0, ErrorCode.unknown_topic_id, -1)]),
+    ]
+    assert [(t, p) for t, p, _ in partitions.produced] == [("a", 0), ("b", 1)]  # by name to the leaders
+
+
 def _generic(version: int, answers: list[tuple[str, int, ProduceOutcome]]):
     by_topic: dict[str, list[dict]] = {}
     for topic, partition, o in answers:
@@ -61,7 +78,7 @@ def _body(acks: int = -1, transactional_id: str | None = None) -> dict:
     ]}
 
 
-@pytest.mark.parametrize("version", range(3, 12))
+@pytest.mark.parametrize("version", range(3, 13))  # v13 names topics by id: below
 def test_the_answer_is_what_the_generic_builder_makes(version):
     gw, partitions = _gw()
     req = request(ApiKey.PRODUCE, version, _body())

@@ -20,31 +20,33 @@ from cluster.gateway.apis import ApiKey
 from cluster.gateway.answers import Shape, answer_shape
 from cluster.gateway.connection import Request
 from cluster.gateway.context import GatewayContext
-from cluster.gateway.handlers.common import kafka_message, partition_known, refresh_if_unknown
+from cluster.gateway.handlers.common import kafka_message, partition_known, refresh_if_unknown, resolve_topic
 from cluster.partition import ProduceOutcome
 
 
 async def produce(gw: GatewayContext, request: Request) -> Any:
     body = request.body
     acks = body.acks
-    known = gw.leadership.topics
-    if any(t.name not in known for t in body.topic_data):
-        await refresh_if_unknown(gw, [t.name for t in body.topic_data])
+    by_id = request.api_version >= 13  # KIP-516: v13 names topics by id, in request and answer
+    names = await _topic_names(gw, body.topic_data, by_id)
     rejected = _request_error(acks, body.transactional_id)
 
-    keys: list[tuple[str, int]] = []
+    keys: list[tuple[Any, int]] = []  # (the topic as the request names it: name, or id from v13; partition)
     outcomes: list[ProduceOutcome | None] = []
     waiting: list[tuple[int, Any]] = []
-    for t in body.topic_data:
-        topic = t.name
+    for t, topic in zip(body.topic_data, names):
+        ref = t.topic_id if by_id else t.name
         for p in t.partition_data:
-            outcome = rejected or _partition_error(gw, topic, p.index)
+            if topic is None:  # v13: an id this cluster does not know
+                outcome = rejected or ProduceOutcome(ErrorCode.unknown_topic_id, message=f"unknown topic id {ref}")
+            else:
+                outcome = rejected or _partition_error(gw, topic, p.index)
             if outcome is None:
                 records = p.records
                 if type(records) is not bytes:
                     records = bytes(records or b"")
                 waiting.append((len(outcomes), gw.partitions.produce(topic, p.index, records)))
-            keys.append((topic, p.index))
+            keys.append((ref, p.index))
             outcomes.append(outcome)
     if len(waiting) == 1:
         outcomes[waiting[0][0]] = await waiting[0][1]
@@ -54,6 +56,20 @@ async def produce(gw: GatewayContext, request: Request) -> Any:
     if acks == 0:
         return None
     return _response(request.api_version, keys, outcomes)  # type: ignore[arg-type]
+
+
+async def _topic_names(gw: GatewayContext, topic_data: Any, by_id: bool) -> list[str | None]:
+    """Each topic's name: as sent, or (v13, KIP-516) behind its topic id, None for an id this cluster
+    does not know after one pull of the map. The common case (every name known) costs one pass."""
+    if not by_id:
+        known = gw.leadership.topics
+        if any(t.name not in known for t in topic_data):
+            await refresh_if_unknown(gw, [t.name for t in topic_data])
+        return [t.name for t in topic_data]
+    by_ids = gw.leadership.topics_by_id
+    if any(t.topic_id not in by_ids for t in topic_data):
+        await refresh_if_unknown(gw, [], [t.topic_id for t in topic_data])
+    return [resolve_topic(gw, None, t.topic_id)[0] for t in topic_data]
 
 
 def _request_error(acks: int, transactional_id: str | None) -> ProduceOutcome | None:
@@ -73,11 +89,13 @@ def _partition_error(gw: GatewayContext, topic: str, partition: int) -> ProduceO
     return None
 
 
-def _response(version: int, keys: list[tuple[str, int]], outcomes: list[ProduceOutcome]) -> Any:
-    """The answer from typed values (answers.py): every producer's request comes through here."""
+def _response(version: int, keys: list[tuple[Any, int]], outcomes: list[ProduceOutcome]) -> Any:
+    """The answer from typed values (answers.py): every producer's request comes through here.
+    keys: (the topic as the request named it, partition)."""
     response, topic, partition = _shapes(version)
     with_log_start, with_message = partition.has("log_start_offset"), partition.has("error_message")
-    by_topic: dict[str, list[Any]] = {}
+    field = "topic_id" if version >= 13 else "name"
+    by_topic: dict[Any, list[Any]] = {}
     for (name, p), o in zip(keys, outcomes):
         fields = {"index": p, "error_code": o.error_code, "base_offset": o.base_offset}
         if with_log_start:
@@ -85,7 +103,7 @@ def _response(version: int, keys: list[tuple[str, int]], outcomes: list[ProduceO
         if with_message:
             fields["error_message"] = o.message if o.message is None else kafka_message(o.error_code, o.message)
         by_topic.setdefault(name, []).append(partition(**fields))
-    return response(responses=tuple(topic(name=t, partition_responses=tuple(parts)) for t, parts in by_topic.items()))
+    return response(responses=tuple(topic(**{field: t, "partition_responses": tuple(parts)}) for t, parts in by_topic.items()))
 
 
 @functools.cache
