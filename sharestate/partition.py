@@ -153,9 +153,10 @@ class SharePartition:
     # -- acquiring and acknowledging (their own modules) -------------------------------------------
 
     def acquire(
-        self, member_id: str, max_records: int, fetch_offset: int, log_batches: Sequence[tuple[int, int]]
+        self, member_id: str, max_records: int, fetch_offset: int, log_batches: Sequence[tuple[int, int]],
+        record_limit: bool = False,
     ) -> list[AcquiredRecords]:
-        return acquisition.acquire(self, member_id, max_records, fetch_offset, log_batches)
+        return acquisition.acquire(self, member_id, max_records, fetch_offset, log_batches, record_limit)
 
     def acknowledge(self, member_id: str, batches: Sequence[AcknowledgementBatch]) -> AckOutcome:
         return acknowledgement.acknowledge(self, member_id, batches)

@@ -123,3 +123,4 @@ class ShareFetchSpec:
     min_bytes: int = 1
     max_bytes: int = 2**31 - 1
     max_records: int = 500
+    record_limit: bool = False  # ShareAcquireMode RECORD_LIMIT (v2): max_records is exact

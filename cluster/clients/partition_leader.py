@@ -235,6 +235,7 @@ class PartitionLeaderClient:
             max_records=max_records,
             wake_key=wake_key,
             gateway=spec.gateway,
+            record_limit=spec.record_limit,
         )
         task = asyncio.ensure_future(answer_or_none(handle.share_fetch.remote(call) if handle is not None else None))
         if in_flight is not None:

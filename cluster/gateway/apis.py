@@ -85,8 +85,8 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     # KIP-932 share groups: v1 is what Kafka 4.1+ and librdkafka 2.15+ speak (v0 was early access).
     ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),
     ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
-    ApiKey.SHARE_FETCH: (1, 1),
-    ApiKey.SHARE_ACKNOWLEDGE: (1, 1),
+    ApiKey.SHARE_FETCH: (1, 2),
+    ApiKey.SHARE_ACKNOWLEDGE: (1, 2),
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
     # Kafka's admin tools for offsets (handlers/group_offsets_admin.py); v0 is every version there is.
     ApiKey.OFFSET_DELETE: (0, 0),

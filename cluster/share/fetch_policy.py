@@ -13,7 +13,9 @@ partitions a leader did not reach because its share ran out, in one more call wi
 (`hand_on`). Calling the leaders one by one
 would keep the exact order but add a round trip per leader to every poll; giving each the whole
 budget (as before) acquired up to MaxRecords per leader. The cap stays soft by less than one
-batch per leader call, each leader keeping batch boundaries as Kafka does.
+batch per leader call, each leader keeping batch boundaries as Kafka does; in record_limit mode
+(ShareFetch v2) each leader takes at most its share exactly, so the shares, summing to
+MaxRecords, keep the whole fetch exact.
 """
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ class SharePartitionHost:
     # -- serving ------------------------------------------------------------------------------------
 
     def acquire(
-        self, partition: UserPartition, member_id: str, max_records: int, max_bytes: int
+        self, partition: UserPartition, member_id: str, max_records: int, max_bytes: int, record_limit: bool = False
     ) -> tuple[bytes, list[AcquiredRecords]]:
         """Read the log at the next fetch offset and acquire what is available there."""
         share = self.share
@@ -131,7 +131,9 @@ class SharePartitionHost:
         if read.error_code != ErrorCode.none or not read.records:
             return b"", []
         spans = [(pos, header) for pos, header in iter_batches(read.records)]
-        acquired = share.acquire(member_id, max_records, offset, [(h.base_offset, h.last_offset) for _, h in spans])
+        acquired = share.acquire(
+            member_id, max_records, offset, [(h.base_offset, h.last_offset) for _, h in spans], record_limit
+        )
         self._arm_locks()
         if not acquired:
             return b"", []

@@ -151,7 +151,7 @@ class SharePartitionManager:
                 continue
             per_record = self.bytes_per_record.get(host, fetch_policy.FIRST_BYTES_PER_RECORD)
             read_cap = fetch_policy.read_cap(records_left, bytes_left, per_record)
-            records, acquired = host.acquire(partition, call.member_id, records_left, read_cap)
+            records, acquired = host.acquire(partition, call.member_id, records_left, read_cap, call.record_limit)
             if acquired:
                 count = fetch_policy.acquired_count(acquired)
                 self.bytes_per_record[host] = len(records) / count

@@ -39,6 +39,7 @@ class ShareFetchCall:
     max_records: int = 500
     wake_key: str | None = None  # lets the gateway end the long poll early (see FetchWakers)
     gateway: int = 0  # the gateway whose share session sent it (see SharePartitionManager.evict)
+    record_limit: bool = False  # ShareAcquireMode RECORD_LIMIT: acquire at most max_records, exactly
 
 
 @message(flat=True, frozen=False)

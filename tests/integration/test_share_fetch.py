@@ -1,11 +1,13 @@
 """ShareFetch spoken raw with kio: one request's MaxRecords is one budget over all its partitions
 (Kafka's ShareFetchUtils.processFetchResponse), wherever they are led (records go one per batch,
 so the batch-granular soft limit is exact); and a share session belongs to the connection that
-created it (Kafka's ShareSessionCache.connectionIdToSessionMap), through a reconnect race."""
+created it (Kafka's ShareSessionCache.connectionIdToSessionMap), through a reconnect race; and
+version 2: record_limit acquisition (KIP-1206) and RENEW acknowledgements (KIP-1222)."""
 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 
 import pytest
@@ -27,6 +29,8 @@ def cluster(tmp_path_factory):
         tmp_path_factory.mktemp("share-fetch"),
         "--config", "share.auto.offset.reset=earliest",
         "--config", "group.share.heartbeat.interval.ms=500",
+        # lets a group lock records for a short while (Kafka's lowest is 15 s by default)
+        "--config", "group.share.min.record.lock.duration.ms=1000",
     ).start()
     yield proc
     proc.stop()
@@ -145,3 +149,66 @@ def test_a_reconnect_race_leaves_the_new_share_session_and_its_records_held(clus
                     {"first_offset": 0, "last_offset": 5, "acknowledge_types": [1]}]}]}]})
         assert acked.error_code == ErrorCode.none, acked
         assert [(p.partition_index, p.error_code) for t in acked.responses for p in t.partitions] == [(0, ErrorCode.none)]
+
+
+GROUP_LOCK_MS = 2000
+
+
+def test_v2_record_limit_takes_exactly_max_records_and_renew_keeps_them_locked(cluster):
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    topic, group, member = "share-v2", "sg-v2", str(uuid.uuid4())
+    create_topic(cluster.bootstrap, topic, 1)
+    # One producer batch: record_limit has to cut inside it.
+    confluent_produce(cluster.bootstrap, topic, [(0, None, b"v", []) for _ in range(20)], **{"linger.ms": 200})
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("share.record.lock.duration.ms", str(GROUP_LOCK_MS), incremental_operation=AlterConfigOpType.SET)])
+    (future,) = admin.incremental_alter_configs([resource]).values()
+    future.result(30)
+    with KioClient(cluster.bootstrap) as client:
+        join(client, group, member, topic, 1)
+        meta = client.call(ApiKey.METADATA, 12, {"topics": [{"name": topic, "topic_id": None}], "allow_auto_topic_creation": False})
+        topic_id = meta.topics[0].topic_id
+        epoch = 0
+
+        def fetch(max_records: int, acks=(), renew: bool = False):
+            nonlocal epoch
+            body = share_fetch_request(group, member, epoch, topic_id, max_records)
+            body |= {"share_acquire_mode": 1, "is_renew_ack": renew}
+            body["topics"][0]["partitions"][0]["acknowledgement_batches"] = list(acks)
+            if renew:
+                body |= {"max_wait": 0, "min_bytes": 0, "max_bytes": 0, "max_records": 0}
+            r = client.call(ApiKey.SHARE_FETCH, 2, body)
+            epoch += 1
+            return r
+
+        first = []
+        deadline = time.monotonic() + 30
+        while not first and time.monotonic() < deadline:
+            r = fetch(5)
+            first = acquired_offsets(r)
+        assert first == [0, 1, 2, 3, 4]  # exactly MaxRecords, out of a batch of 20
+        assert r.acquisition_lock_timeout.total_seconds() * 1000 == GROUP_LOCK_MS
+        renew = {"first_offset": 0, "last_offset": 4, "acknowledge_types": [4]}
+
+        # Renew every half lock, through both requests, until well past the first lock's end.
+        started = time.monotonic()
+        while time.monotonic() - started < 2.5 * GROUP_LOCK_MS / 1000:
+            time.sleep(GROUP_LOCK_MS / 2000)
+            r = client.call(ApiKey.SHARE_ACKNOWLEDGE, 2, {
+                "group_id": group, "member_id": member, "share_session_epoch": epoch, "is_renew_ack": True,
+                "topics": [{"topic_id": topic_id, "partitions": [{"partition_index": 0, "acknowledgement_batches": [renew]}]}]})
+            epoch += 1
+            assert r.error_code == ErrorCode.none, r
+            assert r.acquisition_lock_timeout.total_seconds() * 1000 == GROUP_LOCK_MS
+            assert [p.error_code for t in r.responses for p in t.partitions] == [ErrorCode.none], r
+        r = fetch(0, [renew], renew=True)
+        assert r.error_code == ErrorCode.none and acquired_offsets(r) == []  # a renewing fetch fetches nothing
+        assert [p.acknowledge_error_code for t in r.responses for p in t.partitions] == [ErrorCode.none], r
+
+        # Still this member's: ACCEPT succeeds (an expired lock would make it INVALID_RECORD_STATE),
+        # and the next record_limit fetch goes on exactly from the cut.
+        r = fetch(3, [{"first_offset": 0, "last_offset": 4, "acknowledge_types": [1]}])
+        assert [p.acknowledge_error_code for t in r.responses for p in t.partitions] == [ErrorCode.none], r
+        assert acquired_offsets(r) == [5, 6, 7]

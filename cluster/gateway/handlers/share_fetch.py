@@ -1,5 +1,10 @@
 """ShareFetch and ShareAcknowledge (KIP-932): share sessions here, in-flight records on the leaders.
 
+Version 2 (Kafka 4.2) adds RENEW acknowledgements with the `IsRenewAck` flag (KIP-1222: a
+renewing ShareFetch only acknowledges, it fetches nothing) and ShareFetch's `ShareAcquireMode`
+(KIP-1206: record_limit makes MaxRecords exact); ShareAcknowledge v2 answers the acquisition
+lock timeout, as ShareFetch does.
+
 A request runs in the member's share session on this gateway (share_sessions.py). This module
 checks it and translates it; `gw.partitions` (cluster/clients/partition_leader.py) sends each
 leader concerned one call carrying the acknowledgements and what to fetch, long-polls, and
@@ -57,11 +62,24 @@ def _invalid_ids(group_id: str | None, member_id: str | None) -> tuple[ErrorCode
     return None
 
 
-def invalid_acknowledgements(batches: tuple[AcknowledgementBatch, ...]) -> str | None:
+# Acknowledge types a request version may carry: RENEW (4) from v2 on (KAFKA-19844).
+MAX_ACK_TYPE_V1 = 3
+MAX_ACK_TYPE_V2 = 4
+
+# ShareFetch v2's ShareAcquireMode ids (Kafka's ShareAcquireMode.forId).
+BATCH_OPTIMIZED = 0
+RECORD_LIMIT = 1
+
+
+def max_ack_type(version: int) -> int:
+    return MAX_ACK_TYPE_V2 if version >= 2 else MAX_ACK_TYPE_V1
+
+
+def invalid_acknowledgements(batches: tuple[AcknowledgementBatch, ...], max_type: int = MAX_ACK_TYPE_V1) -> str | None:
     """Why these acknowledgement batches are malformed (INVALID_REQUEST), or None.
 
-    Kafka's ShareFetch/ShareAcknowledge v1 validation: ordered, non-overlapping batches, each
-    with one type or one per offset, types 0-3 (RENEW needs v2's renew-ack request).
+    Kafka's ShareFetch/ShareAcknowledge validation: ordered, non-overlapping batches, each with
+    one type or one per offset, types 0 to `max_type` (RENEW, 4, only from version 2).
     """
     previous_last = -1
     for b in batches:
@@ -73,7 +91,7 @@ def invalid_acknowledgements(batches: tuple[AcknowledgementBatch, ...]) -> str |
             return "an acknowledgement batch has no acknowledge types"
         if len(b.acknowledge_types) > 1 and len(b.acknowledge_types) != b.last_offset - b.first_offset + 1:
             return "acknowledge types must be one for the batch or one per offset"
-        if any(not 0 <= t <= 3 for t in b.acknowledge_types):
+        if any(not 0 <= t <= max_type for t in b.acknowledge_types):
             return f"unknown acknowledge type in {list(b.acknowledge_types)}"
         previous_last = b.last_offset
     return None
@@ -82,12 +100,25 @@ def invalid_acknowledgements(batches: tuple[AcknowledgementBatch, ...]) -> str |
 # -- ShareFetch ---------------------------------------------------------------------------------------
 
 
+def _invalid_v2_fetch(b: Any) -> str | None:
+    """ShareFetch v2's own checks (KafkaApis.handleShareFetchRequest): a renewing fetch asks for
+    nothing (KAFKA-19844), and the acquire mode must be one Kafka knows (KIP-1206)."""
+    if b.is_renew_ack and (b.max_wait.total_seconds() or b.min_bytes or b.max_bytes or b.max_records):
+        return "MaxWaitMs, MinBytes, MaxBytes and MaxRecords must be 0 when IsRenewAck is set."
+    if b.share_acquire_mode not in (BATCH_OPTIMIZED, RECORD_LIMIT):
+        return f"Unknown share acquire mode id: {b.share_acquire_mode}"
+    return None
+
+
 async def share_fetch(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
     acks = _acknowledgements(b.topics)
     invalid = _invalid_ids(b.group_id, b.member_id)
     if invalid is not None:
         return _fetch_error(v, *invalid)
+    renewing = v >= 2 and b.is_renew_ack
+    if v >= 2 and (problem := _invalid_v2_fetch(b)) is not None:
+        return _fetch_error(v, ErrorCode.invalid_request, problem)
     added = [(t.topic_id, p.partition_index) for t in b.topics for p in t.partitions]
     try:
         session, final = gw.share_sessions.fetch(
@@ -101,7 +132,8 @@ async def share_fetch(gw: GatewayContext, request: Request) -> Any:
         )
     except SessionError as exc:
         return _fetch_error(v, exc.error_code, exc.message)
-    fetching = [] if final else session.rotated()
+    # A renewing fetch only acknowledges: Kafka skips fetchMessages for it (KAFKA-19844).
+    fetching = [] if final or renewing else session.rotated()
     outcomes = await call_leaders(
         gw,
         session,
@@ -111,6 +143,8 @@ async def share_fetch(gw: GatewayContext, request: Request) -> Any:
         min_bytes=b.min_bytes,
         max_bytes=b.max_bytes,
         max_records=fetch_policy.max_records(b.max_records),
+        max_type=max_ack_type(v),
+        record_limit=v >= 2 and b.share_acquire_mode == RECORD_LIMIT,
     )
     if final:
         await end_session(gw, session)
@@ -171,7 +205,7 @@ async def share_acknowledge(gw: GatewayContext, request: Request) -> Any:
         session = gw.share_sessions.acknowledge(b.group_id, b.member_id, b.share_session_epoch)
     except SessionError as exc:
         return _acknowledge_error(v, exc.error_code, exc.message)
-    outcomes = await call_leaders(gw, session, [], acks)
+    outcomes = await call_leaders(gw, session, [], acks, max_type=max_ack_type(v))
     if b.share_session_epoch == FINAL_EPOCH:
         await end_session(gw, session)
     responses: dict[Any, list[dict[str, Any]]] = {}
@@ -193,6 +227,8 @@ async def share_acknowledge(gw: GatewayContext, request: Request) -> Any:
         v,
         {
             "error_code": ErrorCode.none,
+            # v2 (KAFKA-19892): the lock a RENEW restarted lasts this long, as ShareFetch tells.
+            "acquisition_lock_timeout": lock_duration_ms(gw.config, gw.leadership.group_configs.get(b.group_id)),
             "responses": [{"topic_id": t, "partitions": parts} for t, parts in responses.items()],
             "node_endpoints": _endpoints(gw) if endpoints else [],
         },
@@ -201,7 +237,9 @@ async def share_acknowledge(gw: GatewayContext, request: Request) -> Any:
 
 def _acknowledge_error(v: int, code: ErrorCode, message: str) -> Any:
     return build_response(
-        ApiKey.SHARE_ACKNOWLEDGE, v, {"error_code": code, "error_message": message, "responses": [], "node_endpoints": []}
+        ApiKey.SHARE_ACKNOWLEDGE,
+        v,
+        {"error_code": code, "error_message": message, "acquisition_lock_timeout": 0, "responses": [], "node_endpoints": []},
     )
 
 
@@ -222,14 +260,17 @@ async def call_leaders(
     min_bytes: int = 1,
     max_bytes: int = 2**31 - 1,
     max_records: int = 500,
+    max_type: int = MAX_ACK_TYPE_V1,
+    record_limit: bool = False,
 ) -> dict[SharePartitionId, tuple[ShareOutcome, int]]:
-    """Acknowledge and fetch on every leader concerned: (outcome, leader epoch) per partition."""
+    """Acknowledge and fetch on every leader concerned: (outcome, leader epoch) per partition;
+    `max_type` the highest acknowledge type the request's version allows."""
     keys = list(dict.fromkeys([*fetching, *acks]))
     wanted = set(fetching)
     await refresh_if_unknown(gw, [], [topic_id for topic_id, _ in keys])
     results: dict[SharePartitionId, tuple[ShareOutcome, int]] = {}
     # Malformed acknowledgements are answered here; their partition may still be fetched.
-    rejected = {key: problem for key, batches in acks.items() if (problem := invalid_acknowledgements(batches))}
+    rejected = {key: problem for key, batches in acks.items() if (problem := invalid_acknowledgements(batches, max_type))}
     acks = {key: batches for key, batches in acks.items() if key not in rejected}
     keys = [key for key in keys if key in wanted or key in acks]
     for key, problem in rejected.items():
@@ -256,6 +297,7 @@ async def call_leaders(
         min_bytes=min_bytes,
         max_bytes=max_bytes,
         max_records=max_records,
+        record_limit=record_limit,
     )
     answers = await gw.partitions.share_fetch(
         spec, [part for _, part in parts], session.in_flight, closed=lambda: not gw.share_sessions.holds(session))
