@@ -15,7 +15,9 @@ The member's lifecycle is KIP-848's reconciliation (coordinator/consumer/reconci
     UNRELEASED_PARTITIONS -> UNRELEASED_PARTITIONS | STABLE | UNREVOKED_PARTITIONS
     UNKNOWN               -> STABLE | UNRELEASED_PARTITIONS     (after the member was fenced)
 
-UNKNOWN is never entered: it is what a state value written by a newer coordinator reads as.
+UNKNOWN is never entered: it is what a state value written by a newer coordinator reads as. A
+member's epoch moves only to a target assignment epoch (Kafka 4.2, KAFKA-19974): it stays at its
+epoch while it revokes, including what a subscription change takes away.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ def validate_member_transition(current: MemberState, target: MemberState) -> Non
 
 _S = MemberState
 # target -> the states it may follow. Self-moves are real moves here (STABLE -> STABLE bumps the
-# epoch; UNREVOKED -> UNREVOKED revokes more at the next epoch), so they are listed, not implied.
+# epoch, or drops the topics a subscription change left; UNREVOKED -> UNREVOKED revokes more, at the
+# same epoch since Kafka 4.2), so they are listed, not implied.
 _VALID_PREVIOUS: dict[MemberState, frozenset[MemberState]] = {
     _S.STABLE: frozenset({_S.STABLE, _S.UNREVOKED_PARTITIONS, _S.UNRELEASED_PARTITIONS, _S.UNKNOWN}),
     _S.UNREVOKED_PARTITIONS: frozenset({_S.STABLE, _S.UNREVOKED_PARTITIONS, _S.UNRELEASED_PARTITIONS}),
