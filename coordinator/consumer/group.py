@@ -36,6 +36,7 @@ from coordinator.classic.messages import ListedGroup
 from coordinator.consumer.assignment_spec import GroupSpec, MemberSpec, TopicId
 from coordinator.consumer.member import ConsumerGroupMember, TopicPartitions, freeze_partitions
 from coordinator.member_state import MemberState
+from coordinator.topic_partitions import partitions_view
 from kernel.lifecycle import IllegalTransition, validate_transition
 
 NO_EPOCH = -1  # currentPartitionEpoch's answer for a partition nobody owns
@@ -126,30 +127,19 @@ def _dec(counts: dict[str, int], key: str) -> None:
         counts[key] = value - 1
 
 
-def _inc_name(counts: dict[str, SubscriptionCount], topic: str) -> None:
-    c = counts.get(topic, SubscriptionCount())
-    counts[topic] = c._replace(by_name=c.by_name + 1)
-
-
-def _dec_name(counts: dict[str, SubscriptionCount], topic: str) -> None:
+def _count(counts: dict[str, SubscriptionCount], topic: str, by_name: int = 0, by_regex: int = 0) -> None:
+    """Add to a topic's subscription counts (a negative number takes away): a topic whose counts
+    both drop to nothing is removed, and taking from an absent topic leaves it absent."""
     c = counts.get(topic)
-    if c is None or (c.by_name == 1 and c.by_regex == 0):
+    if c is None:
+        if by_name < 0 or by_regex < 0:
+            return
+        c = SubscriptionCount()
+    new = SubscriptionCount(c.by_name + by_name, c.by_regex + by_regex)
+    if new.by_name <= 0 and new.by_regex <= 0:
         counts.pop(topic, None)
     else:
-        counts[topic] = c._replace(by_name=c.by_name - 1)
-
-
-def _inc_regex(counts: dict[str, SubscriptionCount], topic: str) -> None:
-    c = counts.get(topic, SubscriptionCount())
-    counts[topic] = c._replace(by_regex=c.by_regex + 1)
-
-
-def _dec_regex(counts: dict[str, SubscriptionCount], topic: str) -> None:
-    c = counts.get(topic)
-    if c is None or (c.by_regex == 1 and c.by_name == 0):
-        counts.pop(topic, None)
-    else:
-        counts[topic] = c._replace(by_regex=c.by_regex - 1)
+        counts[topic] = new
 
 
 def subscription_type(
@@ -248,7 +238,7 @@ class ConsumerGroup:
             self.metadata_hash,
             self.target_assignment_epoch,
             tuple(sorted((mid, _member_view(m)) for mid, m in self.members.items())),
-            tuple(sorted((mid, _partitions_view(p)) for mid, p in self.target_assignment.items())),
+            tuple(sorted((mid, partitions_view(p)) for mid, p in self.target_assignment.items())),
             tuple(
                 (regex, tuple(sorted(r.topics)), r.version, r.timestamp)
                 for regex, r in sorted(self.resolved_regular_expressions.items())
@@ -422,7 +412,7 @@ class ConsumerGroup:
         if resolved is not None:
             self.resolved_regular_expressions[regex] = resolved
             for topic in sorted(resolved.topics):
-                _inc_regex(self.subscribed_topic_names, topic)
+                _count(self.subscribed_topic_names, topic, by_regex=1)
         self._update_subscription_type()
 
     def remove_resolved_regular_expression(self, regex: str) -> None:
@@ -491,10 +481,10 @@ class ConsumerGroup:
         """Kafka's ModernGroup.maybeUpdateSubscribedTopicNames (the by-name counts)."""
         if old_member is not None:
             for topic in sorted(old_member.subscribed_topic_names):
-                _dec_name(self.subscribed_topic_names, topic)
+                _count(self.subscribed_topic_names, topic, by_name=-1)
         if new_member is not None:
             for topic in sorted(new_member.subscribed_topic_names):
-                _inc_name(self.subscribed_topic_names, topic)
+                _count(self.subscribed_topic_names, topic, by_name=1)
 
     def _update_subscribed_regular_expression(
         self, old_member: ConsumerGroupMember | None, new_member: ConsumerGroupMember | None
@@ -519,7 +509,7 @@ class ConsumerGroup:
         old = self.resolved_regular_expressions.pop(regex, None)
         if old is not None:
             for topic in sorted(old.topics):
-                _dec_regex(self.subscribed_topic_names, topic)
+                _count(self.subscribed_topic_names, topic, by_regex=-1)
 
     def _staged_topic(self, staged: dict[TopicId, dict[int, int]], topic_id: TopicId) -> dict[int, int]:
         partitions = staged.get(topic_id)
@@ -564,10 +554,6 @@ class ConsumerGroup:
                 self.partition_epochs.pop(topic_id, None)
 
 
-def _partitions_view(partitions: TopicPartitions) -> tuple[tuple[TopicId, tuple[int, ...]], ...]:
-    return tuple((topic_id, tuple(sorted(ps))) for topic_id, ps in sorted(partitions.items()))
-
-
 def _member_view(m: ConsumerGroupMember) -> tuple[Any, ...]:
     return (
         m.member_epoch,
@@ -581,8 +567,8 @@ def _member_view(m: ConsumerGroupMember) -> tuple[Any, ...]:
         tuple(sorted(m.subscribed_topic_names)),
         m.subscribed_topic_regex,
         m.server_assignor_name,
-        _partitions_view(m.assigned_partitions),
-        _partitions_view(m.partitions_pending_revocation),
+        partitions_view(m.assigned_partitions),
+        partitions_view(m.partitions_pending_revocation),
     )
 
 

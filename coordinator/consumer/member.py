@@ -22,15 +22,11 @@ epoch while it revokes, including what a subscription change takes away.
 
 from __future__ import annotations
 
-
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from coordinator.consumer.assignment_spec import TopicId
 from coordinator.member_state import MemberState
+from coordinator.topic_partitions import TopicPartitions, freeze_partitions
 from kernel.lifecycle import validate_transition
-
-TopicPartitions = Mapping[TopicId, frozenset[int]]  # topic id -> partitions; never an empty set
 
 
 def validate_member_transition(current: MemberState, target: MemberState) -> None:
@@ -51,16 +47,6 @@ _VALID_PREVIOUS: dict[MemberState, frozenset[MemberState]] = {
     ),
     _S.UNKNOWN: frozenset(),
 }
-
-
-def freeze_partitions(partitions: Mapping[TopicId, Iterable[int]]) -> dict[TopicId, frozenset[int]]:
-    """An assignment in canonical form: frozensets, no topic without partitions."""
-    out: dict[TopicId, frozenset[int]] = {}
-    for topic_id, ps in partitions.items():
-        frozen = ps if isinstance(ps, frozenset) else frozenset(ps)
-        if frozen:
-            out[topic_id] = frozen
-    return out
 
 
 @dataclass(frozen=True, slots=True)

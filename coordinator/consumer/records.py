@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from coordinator.consumer.member import ConsumerGroupMember
+from coordinator.topic_partitions import partitions_view
 from kernel.codec import Record, RecordCodec
 
 
@@ -180,11 +181,7 @@ ConsumerAssignment = Mapping[UUID, Iterable[int]]  # topic id -> partitions
 def _topic_partitions(partitions: ConsumerAssignment) -> tuple[ConsumerTopicPartitions, ...]:
     """Sorted by topic id and partition. A topic without partitions is left out: the member's maps
     never hold one, and keeping it would make `{t: ()}` and `{}` different records."""
-    return tuple(
-        ConsumerTopicPartitions(topic_id, tuple(sorted(ps)))
-        for topic_id, ps in sorted(partitions.items())
-        if ps
-    )
+    return tuple(ConsumerTopicPartitions(topic_id, ps) for topic_id, ps in partitions_view(partitions) if ps)
 
 
 def consumer_group_epoch_record(group_id: str, epoch: int, metadata_hash: int) -> Record:

@@ -3,20 +3,13 @@ modern MemberState). Members are immutable: a change makes a new member."""
 
 from __future__ import annotations
 
-
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from uuid import UUID
 
 from coordinator.member_state import MemberState
+from coordinator.topic_partitions import TopicPartitions, freeze_partitions, partitions_view
 
-TopicPartitions = Mapping[UUID, frozenset[int]]  # topic id -> partitions; never an empty set
-
-
-def freeze_partitions(partitions: Mapping[UUID, Iterable[int]]) -> dict[UUID, frozenset[int]]:
-    """An assignment in canonical form: frozensets, no topic with no partitions."""
-    return {topic_id: frozenset(ps) for topic_id, ps in partitions.items() if ps}
+__all__ = ["MemberState", "ShareGroupMember", "TopicPartitions", "freeze_partitions", "member_view", "partitions_view"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +28,6 @@ class ShareGroupMember:
 
     def is_reconciled_to(self, target_assignment_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == target_assignment_epoch
-
-
-def partitions_view(partitions: TopicPartitions) -> tuple[tuple[UUID, tuple[int, ...]], ...]:
-    return tuple((topic_id, tuple(sorted(ps))) for topic_id, ps in sorted(partitions.items()))
 
 
 def member_view(m: ShareGroupMember) -> tuple[Any, ...]:

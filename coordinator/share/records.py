@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from coordinator.topic_partitions import partitions_view
 from kernel.codec import Record, RecordCodec
 
 
@@ -147,9 +148,7 @@ ShareAssignment = Mapping[UUID, Iterable[int]]  # topic id -> partitions
 
 def _topic_partitions(partitions: ShareAssignment) -> tuple[ShareTopicPartitions, ...]:
     """Sorted by topic id and partition, so equal assignments make equal records."""
-    return tuple(
-        ShareTopicPartitions(topic_id, tuple(sorted(ps))) for topic_id, ps in sorted(partitions.items()) if ps
-    )
+    return tuple(ShareTopicPartitions(topic_id, ps) for topic_id, ps in partitions_view(partitions) if ps)
 
 
 def _topic_partitions_info(topics: Mapping[UUID, Any]) -> tuple[ShareTopicPartitionsInfo, ...]:
