@@ -85,6 +85,20 @@ async def refresh_if_unknown(gw: GatewayContext, names: list[str | None], topic_
             return
 
 
+async def topic_names(gw: GatewayContext, topics: Any, by_id: bool) -> list[str | None]:
+    """The names of a request's topics: as sent (`.name`), or, for the versions that name topics by
+    id (KIP-516: Produce v13, OffsetCommit/OffsetFetch v10), behind their `.topic_id`, None for an
+    id this cluster does not know after one pull of the map. When every topic is known, as on
+    nearly every request, this costs one pass and no await."""
+    if by_id:
+        if any(t.topic_id not in gw.leadership.topics_by_id for t in topics):
+            await refresh_if_unknown(gw, [], [t.topic_id for t in topics])
+        return [resolve_topic(gw, None, t.topic_id)[0] for t in topics]
+    if any(t.name not in gw.leadership.topics for t in topics):
+        await refresh_if_unknown(gw, [t.name for t in topics])
+    return [t.name for t in topics]
+
+
 def partition_known(gw: GatewayContext, topic: str, partition: int) -> bool:
     info = gw.leadership.topics.get(topic)
     return info is not None and 0 <= partition < info.partitions

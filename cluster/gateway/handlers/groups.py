@@ -34,7 +34,7 @@ from cluster.gateway.apis import ApiKey
 from cluster.gateway.answers import answer_shape, build_response
 from cluster.gateway.connection import Request, shared_answer
 from cluster.gateway.context import GatewayContext
-from cluster.gateway.handlers.common import ms, partition_known, refresh_if_unknown, resolve_topic
+from cluster.gateway.handlers.common import ms, partition_known, topic_names
 
 
 # Kafka's GroupCoordinatorService refuses an empty group id on these four before any coordinator
@@ -173,7 +173,7 @@ async def leave_group(gw: GatewayContext, request: Request) -> Any:
 
 async def offset_commit(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
-    names = await _topic_names(gw, b.topics, v >= 10)
+    names = await topic_names(gw, b.topics, v >= 10)
     with_epoch = v >= 6
     known: list[tuple[str, tuple[CommitPartition, ...]]] = []
     answers: dict[tuple[Any, int], ErrorCode] = {}  # keyed by name, or by topic id when it names nothing
@@ -218,16 +218,6 @@ async def offset_commit(gw: GatewayContext, request: Request) -> Any:
                                for p in t.partitions))
         for t, name in zip(b.topics, names)
     ))
-
-
-async def _topic_names(gw: GatewayContext, topics: Any, by_id: bool) -> list[str | None]:
-    """The names of a request's topics: as sent, or (by_id) behind their topic ids, None for an
-    id this cluster does not know after one pull of the map."""
-    if not by_id:
-        await refresh_if_unknown(gw, [t.name for t in topics])
-        return [t.name for t in topics]
-    await refresh_if_unknown(gw, [], [t.topic_id for t in topics])
-    return [resolve_topic(gw, None, t.topic_id)[0] for t in topics]
 
 
 # An OffsetCommit answer is built from typed values (answers.py): by `build_response` from dicts it
@@ -285,10 +275,8 @@ async def _fetch_group_by_ids(gw: GatewayContext, group: Any, require_stable: bo
     unknown: list[Any] = []
     wanted = None
     if group.topics is not None:
-        await refresh_if_unknown(gw, [], [t.topic_id for t in group.topics])
         resolved = []
-        for t in group.topics:
-            name = resolve_topic(gw, None, t.topic_id)[0]
+        for t, name in zip(group.topics, await topic_names(gw, group.topics, by_id=True)):
             if name is None:
                 unknown.append(t)
             else:

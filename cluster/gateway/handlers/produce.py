@@ -20,7 +20,7 @@ from cluster.gateway.apis import ApiKey
 from cluster.gateway.answers import Shape, answer_shape
 from cluster.gateway.connection import Request
 from cluster.gateway.context import GatewayContext
-from cluster.gateway.handlers.common import kafka_message, partition_known, refresh_if_unknown, resolve_topic
+from cluster.gateway.handlers.common import kafka_message, partition_known, topic_names
 from cluster.partition import ProduceOutcome
 
 
@@ -28,7 +28,7 @@ async def produce(gw: GatewayContext, request: Request) -> Any:
     body = request.body
     acks = body.acks
     by_id = request.api_version >= 13  # KIP-516: v13 names topics by id, in request and answer
-    names = await _topic_names(gw, body.topic_data, by_id)
+    names = await topic_names(gw, body.topic_data, by_id)
     rejected = _request_error(acks, body.transactional_id)
 
     keys: list[tuple[Any, int]] = []  # (the topic as the request names it: name, or id from v13; partition)
@@ -56,20 +56,6 @@ async def produce(gw: GatewayContext, request: Request) -> Any:
     if acks == 0:
         return None
     return _response(request.api_version, keys, outcomes)  # type: ignore[arg-type]
-
-
-async def _topic_names(gw: GatewayContext, topic_data: Any, by_id: bool) -> list[str | None]:
-    """Each topic's name: as sent, or (v13, KIP-516) behind its topic id, None for an id this cluster
-    does not know after one pull of the map. The common case (every name known) costs one pass."""
-    if not by_id:
-        known = gw.leadership.topics
-        if any(t.name not in known for t in topic_data):
-            await refresh_if_unknown(gw, [t.name for t in topic_data])
-        return [t.name for t in topic_data]
-    by_ids = gw.leadership.topics_by_id
-    if any(t.topic_id not in by_ids for t in topic_data):
-        await refresh_if_unknown(gw, [], [t.topic_id for t in topic_data])
-    return [resolve_topic(gw, None, t.topic_id)[0] for t in topic_data]
 
 
 def _request_error(acks: int, transactional_id: str | None) -> ProduceOutcome | None:
