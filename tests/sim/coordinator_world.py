@@ -276,16 +276,12 @@ class CoordinatorWorld(Harness):
         self.violation: Violation | None = None
         self.loop.create_task(self.reconciler.run())
 
-    def _run(self, coroutine: Any) -> Any:
-        """Set-up runs to its end with every remote call delivered as it is made."""
-        task = self.loop.create_task(coroutine)
-        while not task.done():
-            self.settle()
-            if self.network.pending:
-                self.network.deliver(self.network.pending[0])
-            elif not task.done() and not self.executor.run_next():
-                self.settle()
-        return task.result()
+    def complete_setup_work(self) -> bool:
+        """Set-up delivers every remote call, in order, before it completes I/O."""
+        if self.network.pending:
+            self.network.deliver(self.network.pending[0])
+            return True
+        return super().complete_setup_work()
 
     async def _start_cluster(self) -> None:
         async with self.reconciler.lock:

@@ -61,9 +61,14 @@ class Harness:
         task = self.loop.create_task(coroutine)
         while not task.done():
             self.settle()
-            if not task.done() and not self.executor.run_next():
+            if not task.done() and not self.complete_setup_work():
                 self.settle()
         return task.result()
+
+    def complete_setup_work(self) -> bool:
+        """During set-up: complete the next piece of pending work (blocking I/O here; a world with
+        more kinds of pending work adds them); False when there was none."""
+        return self.executor.run_next()
 
     def settle(self) -> None:
         """Run every callback that is ready, and what they make ready, without completing I/O."""
