@@ -23,7 +23,7 @@ import functools
 import typing
 from typing import Any
 
-from cluster.gateway.apis import _NO_ZERO, _compiled, _entity_of, build, response_class
+from cluster.gateway.apis import build, entity_of, response_class, zeros
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
@@ -51,13 +51,12 @@ class Shape:
 
 @functools.cache
 def entity_shape(cls: type) -> Shape:
-    zeros = {name: zero() for name, _, zero in _compiled(cls) if zero is not _NO_ZERO}
-    return Shape(cls, zeros, frozenset(f.name for f in dataclasses.fields(cls)))
+    return Shape(cls, zeros(cls), frozenset(f.name for f in dataclasses.fields(cls)))
 
 
 @functools.cache
 def _field_shape(cls: type, field: str) -> Shape:
-    entity, _ = _entity_of(typing.get_type_hints(cls)[field])
+    entity, _ = entity_of(typing.get_type_hints(cls)[field])
     if entity is None:
         raise TypeError(f"{cls.__name__}.{field} holds no kio entity")
     return entity_shape(entity)

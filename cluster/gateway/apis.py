@@ -158,7 +158,13 @@ def build(cls: type, data: dict[str, Any]) -> Any:
     return cls(**kwargs)
 
 
-def _entity_of(hint: Any) -> tuple[type | None, bool]:
+def zeros(cls: type) -> dict[str, Any]:
+    """The fields of a kio entity class without a default of their own, each with the value
+    `build` gives it when left out (answers.py's shapes start from these)."""
+    return {name: zero() for name, _, zero in _compiled(cls) if zero is not _NO_ZERO}
+
+
+def entity_of(hint: Any) -> tuple[type | None, bool]:
     """(kio entity class, is_array) behind a field's type hint, or (None, is_array)."""
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
@@ -168,7 +174,7 @@ def _entity_of(hint: Any) -> tuple[type | None, bool]:
     if origin is typing.Union or type(hint).__name__ == "UnionType":
         for arg in args:
             if arg is not type(None):
-                return _entity_of(arg)
+                return entity_of(arg)
     return (hint if is_dataclass(hint) else None), False
 
 
@@ -189,7 +195,7 @@ def _coercer(hint: Any, kafka_type: str | None) -> Callable[[Any], Any]:
 
 
 def _converter(hint: Any, kafka_type: str | None) -> Callable[[Any], Any]:
-    entity, is_array = _entity_of(hint)
+    entity, is_array = entity_of(hint)
     if entity is not None:
         if is_array:
             return lambda value: tuple(v if isinstance(v, entity) else build(entity, v) for v in value)
@@ -204,7 +210,7 @@ def _converter(hint: Any, kafka_type: str | None) -> Callable[[Any], Any]:
 
 
 def _zero_factory(hint: Any, kafka_type: str | None) -> Callable[[], Any]:
-    entity, is_array = _entity_of(hint)
+    entity, is_array = entity_of(hint)
     if is_array:
         return tuple
     if entity is not None:
