@@ -251,6 +251,9 @@ class ConsumerGroup:
             return ErrorCode.unsupported_version
         return _validate_member_epoch(req.generation_id, member)
 
+    def validate_offset_delete(self) -> ErrorCode | None:
+        return None  # Kafka's ConsumerGroup.validateOffsetDelete checks nothing
+
     def validate_offset_fetch(self, member_id: str | None = None, member_epoch: int = -1) -> ErrorCode | None:
         """Kafka's ConsumerGroup.validateOffsetFetch: an admin or a client outside group management
         (no member id, epoch < 0) may fetch; a member must give its current epoch."""
