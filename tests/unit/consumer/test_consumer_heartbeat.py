@@ -312,3 +312,16 @@ def test_offset_delete_of_a_consumer_group_spares_the_topics_it_subscribes_to():
     assert answer.error_code == NONE
     assert dict(answer.topics) == {"foo": ((0, ErrorCode.group_subscribed_to_topic),), "bar": ((0, NONE),)}
     assert set(ctx.shard.offsets["g"]) == {("foo", 0)}
+
+
+def test_a_groups_own_session_timeout_and_heartbeat_interval_apply_from_its_next_heartbeat():
+    from coordinator.config import GroupConfig
+
+    ctx = ConsumerContext(topic("foo", 1))
+    assert ctx.join("m1", ["foo"]).heartbeat_interval_ms == 5000
+    ctx.shard.group_config_manager.update({"g": GroupConfig(consumer_session_timeout_ms=50_000, consumer_heartbeat_interval_ms=6_000)})
+    assert ctx.heartbeat("m1", 1).heartbeat_interval_ms == 6_000
+    ctx.advance(49_999)
+    assert "m1" in ctx.group().members
+    ctx.advance(1)
+    assert "m1" not in ctx.group().members
