@@ -23,6 +23,10 @@ from coordinator.share.messages import TopicImage
 class TopicsImage:
     by_name: Mapping[str, TopicImage] = field(default_factory=dict)
     by_id: Mapping[UUID, TopicImage] = field(default_factory=dict)
+    # metadata_hash's answers for this image (it is immutable, so they never go stale): a consumer
+    # group member's every heartbeat asks for its group's hash, which changes only with the image
+    # or the subscriptions (Kafka recomputes it only then, at its metadata refresh).
+    hashes: dict[frozenset[str], int] = field(default_factory=dict, compare=False, repr=False)
 
     @staticmethod
     def of(topics: Iterable[TopicImage]) -> "TopicsImage":
@@ -55,7 +59,17 @@ def topic_hash(topic: TopicImage) -> int:
 
 def metadata_hash(subscribed_topic_names: Iterable[str], image: TopicsImage) -> int:
     """Kafka's ModernGroup.computeMetadataHash over the subscribed topics that exist."""
-    topics = sorted((image.by_name[n] for n in set(subscribed_topic_names) if n in image.by_name), key=lambda t: t.name)
+    names = frozenset(subscribed_topic_names)
+    known = image.hashes.get(names)
+    if known is None:
+        known = image.hashes[names] = _metadata_hash(names, image)
+        if len(image.hashes) > 4096:  # groups of many different subscriptions: keep it bounded
+            image.hashes.clear()
+    return known
+
+
+def _metadata_hash(subscribed_topic_names: frozenset[str], image: TopicsImage) -> int:
+    topics = sorted((image.by_name[n] for n in subscribed_topic_names if n in image.by_name), key=lambda t: t.name)
     if not topics:
         return 0
     h = hashlib.blake2b(digest_size=8)
