@@ -43,6 +43,26 @@ class Setting:
         return self.kind.range_text
 
 
+def _assignor_names(text: str) -> tuple[str, ...]:
+    """group.consumer.assignors: a comma-separated list of known assignors, Kafka's short names or
+    class names (org.apache.kafka.coordinator.group.assignor.UniformAssignor)."""
+    from coordinator.consumer.assignors import ASSIGNORS
+
+    classes = {"UniformAssignor": "uniform", "RangeAssignor": "range"}
+    names = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name = classes.get(part.rsplit(".", 1)[-1], part)
+        if name not in ASSIGNORS:
+            raise ValueError(f"unknown consumer group assignor {part!r} (known: {', '.join(ASSIGNORS)})")
+        if name not in names:
+            names.append(name)
+    if not names:
+        raise ValueError("at least one assignor is needed")
+    return tuple(names)
+
+
 SETTINGS: dict[str, Setting] = {
     s.name: s
     for s in [
@@ -89,6 +109,22 @@ SETTINGS: dict[str, Setting] = {
         # Kafka sets this per group (a dynamic group config); here it is the cluster-wide default.
         Setting("share.auto.offset.reset", OffsetReset("latest"), Text(OffsetReset.parse, "latest, earliest, by_duration:<ISO-8601>"),
                 "where a share group starts on a partition: latest, earliest or by_duration:<ISO-8601>"),
+        # consumer groups (KIP-848), Kafka 4.2's names, defaults and bounds
+        Setting("group.consumer.heartbeat.interval.ms", 5000, Int(1),
+                "heartbeat interval given to consumer-protocol members (a group's consumer.heartbeat.interval.ms overrides it)"),
+        Setting("group.consumer.session.timeout.ms", 45_000, Int(1),
+                "consumer-protocol member session timeout (a group's consumer.session.timeout.ms overrides it)"),
+        Setting("group.consumer.min.session.timeout.ms", 45_000, Int(1), "lowest consumer.session.timeout.ms a group may set"),
+        Setting("group.consumer.max.session.timeout.ms", 60_000, Int(1), "highest consumer.session.timeout.ms a group may set"),
+        Setting("group.consumer.min.heartbeat.interval.ms", 5000, Int(1), "lowest consumer.heartbeat.interval.ms a group may set"),
+        Setting("group.consumer.max.heartbeat.interval.ms", 15_000, Int(1), "highest consumer.heartbeat.interval.ms a group may set"),
+        Setting("group.consumer.max.size", 2_147_483_647, Int(1), "members per consumer group"),
+        Setting("group.consumer.assignors", ("uniform", "range"), Text(_assignor_names, "uniform, range (a list; the first is the default)"),
+                "server-side assignors consumer-protocol members may name; the first is the default"),
+        Setting("group.consumer.regex.refresh.interval.ms", 600_000, Int(10_000),
+                "longest time between two resolutions of a consumer group's subscription regexes"),
+        Setting("group.consumer.migration.policy", "bidirectional", Choice(("disabled", "downgrade", "upgrade", "bidirectional")),
+                "whether a classic group upgrades to a consumer group when a consumer-protocol member joins, and back"),
         # brokers and topics
         Setting("socket.request.max.bytes", 104_857_600, Int(1), "largest request frame a gateway reads"),
         Setting("num.partitions", 1, Int(1), "partitions of an auto-created topic"),

@@ -1,8 +1,11 @@
-"""Per-group share settings (Kafka's group configs, KIP-932), set with IncrementalAlterConfigs.
+"""Per-group consumer and share settings (Kafka's group configs, KIP-848 and KIP-932), set with
+IncrementalAlterConfigs.
 
 A group's overrides are kept as Kafka keeps them, name -> string, in the cluster metadata
 (cluster/metadata.py, GroupConfig records); every other setting is the broker's. Only what
 raygroups applies per group can be set:
+- `consumer.session.timeout.ms`, `consumer.heartbeat.interval.ms`: the same for a member of a
+  consumer group speaking the consumer protocol;
 - `share.session.timeout.ms`, `share.heartbeat.interval.ms`: the group coordinator's session of a
   share member and the interval its heartbeat answer gives (coordinator_group_configs below);
 - `share.record.lock.duration.ms`: the acquisition lock of records it acquires from then on;
@@ -13,8 +16,8 @@ raygroups applies per group can be set:
 
 Validation is Kafka's GroupConfig.validate: the broker's values filled in under the group's, every
 value parsed in the order Kafka defines them (ConfigDef type and Range/ValidString checks), then
-validateValues: each value within the broker's bounds (group.share.min/max.*), then the session
-timeout above the heartbeat interval. The messages are Kafka's. Kafka also requires the broker-wide
+validateValues: each value within the broker's bounds (group.consumer/share.min/max.*), then each
+session timeout above its heartbeat interval. The messages are Kafka's. Kafka also requires the broker-wide
 values to lie within the bounds; `raygroups up` does for the lock duration
 (server_properties.check_together), and a program that builds its Config directly (the simulation,
 tests with short sessions) may not, so each bound is widened to take in the broker's own value.
@@ -67,6 +70,14 @@ GROUP_SETTINGS: dict[str, GroupSetting] = {
     s.name: s
     for s in [
         GroupSetting(
+            "consumer.session.timeout.ms", "group.consumer.session.timeout.ms",
+            bounds=("group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms"), at_least=1,
+        ),
+        GroupSetting(
+            "consumer.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms",
+            bounds=("group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms"), at_least=1,
+        ),
+        GroupSetting(
             "share.session.timeout.ms", "group.share.session.timeout.ms",
             bounds=("group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"), at_least=1,
         ),
@@ -91,9 +102,10 @@ GROUP_SETTINGS: dict[str, GroupSetting] = {
 }
 
 # GroupConfig.validateValues' order of the bound checks, then the one relation it checks.
-_BOUNDS_ORDER = ("share.heartbeat.interval.ms", "share.session.timeout.ms", "share.record.lock.duration.ms",
-                 "share.delivery.count.limit")
+_BOUNDS_ORDER = ("consumer.heartbeat.interval.ms", "consumer.session.timeout.ms", "share.heartbeat.interval.ms",
+                 "share.session.timeout.ms", "share.record.lock.duration.ms", "share.delivery.count.limit")
 _SESSION, _HEARTBEAT = "share.session.timeout.ms", "share.heartbeat.interval.ms"
+_CONSUMER_SESSION, _CONSUMER_HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +187,9 @@ def validate(config: Any, overrides: Mapping[str, str]) -> str | None:
             return f"{name} must be greater than or equal to {setting.bounds[0]}"  # type: ignore[index]
         if values[name] > high:
             return f"{name} must be less than or equal to {setting.bounds[1]}"  # type: ignore[index]
-    if values[_SESSION] <= values[_HEARTBEAT]:
-        return f"{_SESSION} must be greater than {_HEARTBEAT}"
+    for session, heartbeat in ((_CONSUMER_SESSION, _CONSUMER_HEARTBEAT), (_SESSION, _HEARTBEAT)):
+        if values[session] <= values[heartbeat]:
+            return f"{session} must be greater than {heartbeat}"
     return None
 
 
@@ -239,10 +252,14 @@ def coordinator_group_configs(config: Any, group_configs: Mapping[str, Mapping[s
     for the groups that override a setting it reads."""
     out: dict[str, GroupConfig] = {}
     for group_id, overrides in group_configs.items():
-        session = _evaluated(config, _SESSION, overrides)
-        heartbeat = _evaluated(config, _HEARTBEAT, overrides)
-        if session is not None or heartbeat is not None:
-            out[group_id] = GroupConfig(share_session_timeout_ms=session, share_heartbeat_interval_ms=heartbeat)
+        own = GroupConfig(
+            share_session_timeout_ms=_evaluated(config, _SESSION, overrides),
+            share_heartbeat_interval_ms=_evaluated(config, _HEARTBEAT, overrides),
+            consumer_session_timeout_ms=_evaluated(config, _CONSUMER_SESSION, overrides),
+            consumer_heartbeat_interval_ms=_evaluated(config, _CONSUMER_HEARTBEAT, overrides),
+        )
+        if own != GroupConfig():
+            out[group_id] = own
     return out
 
 

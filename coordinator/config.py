@@ -23,6 +23,12 @@ class GroupCoordinatorConfig:
     share_session_timeout_ms: int = 45_000  # group.share.session.timeout.ms
     share_max_size: int = 200  # group.share.max.size
     share_initialize_retry_interval_ms: int = 30_000  # group.share.initialize.retry.interval.ms
+    consumer_heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
+    consumer_session_timeout_ms: int = 45_000  # group.consumer.session.timeout.ms
+    consumer_max_size: int = 2_147_483_647  # group.consumer.max.size
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors; the first is the default
+    consumer_regex_refresh_interval_ms: int = 600_000  # group.consumer.regex.refresh.interval.ms
+    consumer_migration_policy: str = "bidirectional"  # group.consumer.migration.policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +38,8 @@ class GroupConfig:
 
     share_session_timeout_ms: int | None = None  # share.session.timeout.ms
     share_heartbeat_interval_ms: int | None = None  # share.heartbeat.interval.ms
+    consumer_session_timeout_ms: int | None = None  # consumer.session.timeout.ms
+    consumer_heartbeat_interval_ms: int | None = None  # consumer.heartbeat.interval.ms
 
 
 class GroupConfigManager:

@@ -29,6 +29,7 @@ class ShardState(Protocol):
     groups: dict[str, Group]
     offsets: dict[str, dict[tuple[str, int], Any]]
     topics_image: TopicsImage
+    topics_new_at: int
     new_member_id: Callable[[str], str]
     group_config_manager: GroupConfigManager
 
@@ -82,6 +83,20 @@ class OperationContext:
         if own is None or own.share_heartbeat_interval_ms is None:
             return self.config.share_heartbeat_interval_ms
         return own.share_heartbeat_interval_ms
+
+    def consumer_session_timeout_ms(self, group_id: str) -> int:
+        """Kafka's GroupMetadataManager.consumerGroupSessionTimeoutMs: the group's config, else the broker's."""
+        own = self.state.group_config_manager.group_config(group_id)
+        if own is None or own.consumer_session_timeout_ms is None:
+            return self.config.consumer_session_timeout_ms
+        return own.consumer_session_timeout_ms
+
+    def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
+        """Kafka's GroupMetadataManager.consumerGroupHeartbeatIntervalMs: the group's config, else the broker's."""
+        own = self.state.group_config_manager.group_config(group_id)
+        if own is None or own.consumer_heartbeat_interval_ms is None:
+            return self.config.consumer_heartbeat_interval_ms
+        return own.consumer_heartbeat_interval_ms
 
     def write(self, record: Record) -> None:
         self.records.append(record)

@@ -1,6 +1,6 @@
 """What the shard and the admin operations know of a group, whatever its kind (Kafka's Group
-interface): classic groups (coordinator/classic/group.py) and share groups
-(coordinator/share/group.py) implement it, so listing, describing for delete, deleting, offset
+interface): classic groups (coordinator/classic/group.py), share groups
+(coordinator/share/group.py) and consumer groups (coordinator/consumer/group.py) implement it, so listing, describing for delete, deleting, offset
 commit/fetch validation, loading and the failover view never ask which kind a group is.
 """
 
@@ -46,7 +46,7 @@ class Scheduler(Protocol):
 
 class Group(Protocol):
     group_id: str
-    group_type: str  # "classic" | "share", as ListGroups v5 names it
+    group_type: str  # "classic" | "share" | "consumer", as ListGroups v5 names it
 
     def copy(self) -> Any: ...
 
@@ -65,7 +65,7 @@ class Group(Protocol):
 
     def validate_offset_commit(self, req: "OffsetCommitRequest") -> ErrorCode | None: ...
 
-    def validate_offset_fetch(self) -> ErrorCode | None: ...
+    def validate_offset_fetch(self, member_id: str | None = None, member_epoch: int = -1) -> ErrorCode | None: ...
 
     def offset_expiration_condition(self) -> OffsetExpirationCondition | None:
         """How the group's offsets expire (Kafka's Group.offsetExpirationCondition); None: they do not."""

@@ -1,4 +1,4 @@
-"""The group coordinator shard's codec (`__consumer_offsets`): classic and share record types.
+"""The group coordinator shard's codec (`__consumer_offsets`): classic, share and consumer record types.
 
 Each group kind keeps its records next to its replay (coordinator/classic/records.py,
 coordinator/share/records.py); this module only puts them in one codec, and re-exports them for
@@ -8,6 +8,7 @@ code outside coordinator/ that reads the log.
 from __future__ import annotations
 
 from coordinator.classic import records as classic_records
+from coordinator.consumer import records as consumer_records
 from coordinator.share import records as share_records
 from coordinator.classic.records import (  # noqa: F401  (re-exported: one place to import records from)
     GroupMetadataKey,
@@ -59,3 +60,4 @@ from kernel.codec import RecordCodec
 CODEC = RecordCodec("group-coordinator")
 classic_records.register(CODEC)
 share_records.register(CODEC)
+consumer_records.register(CODEC)

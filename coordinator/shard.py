@@ -32,6 +32,11 @@ from coordinator.config import GroupConfigManager, GroupCoordinatorConfig
 from coordinator.group import Group
 from coordinator.classic.records import ClassicGroupStateKey, GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue
 from coordinator.share.records import SHARE_GROUP_KEYS
+from coordinator.consumer import admin as consumer_admin
+from coordinator.consumer import heartbeat as consumer_heartbeat
+from coordinator.consumer import replay as consumer_replay
+from coordinator.consumer.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, DescribedConsumerGroup
+from coordinator.consumer.records import CONSUMER_GROUP_KEYS
 from kernel.result import RequestToken, Result
 from coordinator.share import deletion
 from coordinator.share import admin as share_admin
@@ -75,6 +80,10 @@ class GroupCoordinatorShard:
         self.offsets: dict[str, dict[tuple[str, int], OffsetCommitValue]] = {}
         # The cluster's topic metadata (Kafka's metadata image): given by update_topics, not logged.
         self.topics_image: TopicsImage = EMPTY_IMAGE
+        # When the image last gained a topic (Kafka's lastMetadataImageWithNewTopics, a metadata
+        # version there): consumer groups resolve their regexes again when theirs are older. A
+        # time, not a counter, so that it still orders after a failover to another host.
+        self.topics_new_at = -1
         self._topics_known = False
         self.touched = TouchedKeys()
 
@@ -191,6 +200,8 @@ class GroupCoordinatorShard:
         deletes: tuple[ShareStateDelete, ...] = ()
         if self._topics_known:
             deletes = share_state.cleanup_deleted_topics(ctx, share_state.vanished_topic_ids(self.groups, new_image))
+        if not self._topics_known or any(name not in self.topics_image.by_name for name in new_image.by_name):
+            self.topics_new_at = ctx.now
         self.topics_image = new_image
         self._topics_known = True
         return ctx.result(deletes)
@@ -198,6 +209,30 @@ class GroupCoordinatorShard:
     def expire_share_session(self, group_id: str, member_id: str) -> Result:
         ctx = OperationContext(self)
         share_heartbeat.expire_session(ctx, group_id, member_id)
+        return ctx.result()
+
+    # -- consumer group operations (coordinator/consumer/, KIP-848) ------------------------------------
+
+    def consumer_group_heartbeat(
+        self, req: ConsumerGroupHeartbeatRequest, token: RequestToken | None = None
+    ) -> Result:
+        ctx = OperationContext(self, token)
+        response: ConsumerGroupHeartbeatResponse = consumer_heartbeat.consumer_group_heartbeat(ctx, req, req.api_version)
+        return ctx.result(response)
+
+    def consumer_group_describe(self, group_ids: tuple[str, ...], token: RequestToken | None = None) -> Result:
+        ctx = OperationContext(self, token)
+        described: list[DescribedConsumerGroup] = [consumer_admin.describe_consumer_group(ctx, g) for g in group_ids]
+        return ctx.result(described)
+
+    def expire_consumer_session(self, group_id: str, member_id: str) -> Result:
+        ctx = OperationContext(self)
+        consumer_heartbeat.expire_session(ctx, group_id, member_id)
+        return ctx.result()
+
+    def expire_consumer_rebalance(self, group_id: str, member_id: str, member_epoch: int) -> Result:
+        ctx = OperationContext(self)
+        consumer_heartbeat.expire_rebalance(ctx, group_id, member_id, member_epoch)
         return ctx.result()
 
     # -- timer operations (scheduled by the operations above) ---------------------------------------
@@ -296,6 +331,8 @@ class GroupCoordinatorShard:
                 self.groups[key.group_id] = record.value
         elif isinstance(key, SHARE_GROUP_KEYS):
             share_group.replay(self.groups, record)
+        elif isinstance(key, CONSUMER_GROUP_KEYS):
+            consumer_replay.replay(self.groups, record)
         else:
             raise TypeError(f"group coordinator cannot replay {type(key).__name__}")
 

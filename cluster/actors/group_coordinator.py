@@ -56,6 +56,12 @@ def group_coordinator_config(config: Config) -> GroupCoordinatorConfig:
         share_session_timeout_ms=config["group.share.session.timeout.ms"],
         share_max_size=config["group.share.max.size"],
         share_initialize_retry_interval_ms=config["group.share.initialize.retry.interval.ms"],
+        consumer_heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
+        consumer_session_timeout_ms=config["group.consumer.session.timeout.ms"],
+        consumer_max_size=config["group.consumer.max.size"],
+        consumer_assignors=config["group.consumer.assignors"],
+        consumer_regex_refresh_interval_ms=config["group.consumer.regex.refresh.interval.ms"],
+        consumer_migration_policy=config["group.consumer.migration.policy"],
     )
 
 

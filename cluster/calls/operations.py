@@ -24,6 +24,7 @@ from coordinator.classic.messages import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
+from coordinator.consumer.messages import ConsumerGroupHeartbeatRequest
 from coordinator.share import offsets_admin
 from coordinator.share.messages import ShareGroupHeartbeatRequest
 from coordinator.shard import GroupCoordinatorShard
@@ -66,6 +67,8 @@ class CoordinatorOp(_PickledByName):
     SHARE_HEARTBEAT = (
         GroupCoordinatorShard.share_group_heartbeat, ShareGroupHeartbeatRequest, Trait.WATCHED | Trait.INITIALIZES_SHARE_STATE
     )
+    CONSUMER_HEARTBEAT = (GroupCoordinatorShard.consumer_group_heartbeat, ConsumerGroupHeartbeatRequest, Trait.WATCHED)
+    CONSUMER_DESCRIBE = (GroupCoordinatorShard.consumer_group_describe, GroupIds, Trait.NONE)
     SHARE_DESCRIBE = (GroupCoordinatorShard.share_group_describe, GroupIds, Trait.NONE)
     SHARE_TOPICS = (GroupCoordinatorShard.share_group_topics, GroupIds, Trait.NONE)
     SHARE_DELETE_PREPARE = (GroupCoordinatorShard.share_group_delete_prepare, GroupIds, Trait.NONE)

@@ -48,6 +48,8 @@ class ApiKey(enum.IntEnum):
     ALTER_USER_SCRAM_CREDENTIALS = 51
     CREATE_PARTITIONS = 37
     DESCRIBE_CLUSTER = 60
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
     SHARE_GROUP_HEARTBEAT = 76
     SHARE_GROUP_DESCRIBE = 77
     SHARE_FETCH = 78
@@ -82,6 +84,9 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_GROUPS: (0, 6),
     ApiKey.LIST_GROUPS: (0, 5),
     ApiKey.DELETE_GROUPS: (0, 2),
+    # KIP-848 consumer groups (coordinator/consumer/): v1 has the regex and the client's member id.
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
     # KIP-932 share groups: v1 is what Kafka 4.1+ and librdkafka 2.15+ speak (v0 was early access).
     ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),
     ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),

@@ -2,7 +2,7 @@
 
 The group coordinator actor shows this watch a group before an operation (JoinGroup, SyncGroup,
 heartbeats, leaves) and again once it is answered, so the coordinator's domain code stays as it is.
-A completed rebalance is a new generation (classic) or group epoch (share): counted once per step,
+A completed rebalance is a new generation (classic) or group epoch (share, consumer): counted once per step,
 however many members saw it. A classic rebalance's duration runs from the first time the group was
 seen preparing (or a new group's first join) to the first time its new generation was seen.
 """
@@ -17,7 +17,11 @@ from typing import Any
 from cluster.metrics.registry import REGISTRY, Registry
 
 _PREPARING = "PreparingRebalance"
-_PROTOCOL = {"classic": (("protocol", "classic"),), "share": (("protocol", "share"),)}
+_PROTOCOL = {
+    "classic": (("protocol", "classic"),),
+    "share": (("protocol", "share"),),
+    "consumer": (("protocol", "consumer"),),
+}
 
 
 @dataclass(slots=True)
@@ -50,7 +54,8 @@ class RebalanceWatch:
         protocol = group.group_type
         if protocol == "classic":
             generation, preparing = group.generation_id, group.state.value == _PREPARING
-        elif protocol == "share":
+        elif protocol in ("share", "consumer"):
+            # KIP-848 and KIP-932 groups never stop: a rebalance is a group epoch, without a duration.
             generation, preparing = group.group_epoch, False
         else:
             return

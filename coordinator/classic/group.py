@@ -400,8 +400,8 @@ class ClassicGroup:
             return ErrorCode.rebalance_in_progress
         return None
 
-    def validate_offset_fetch(self) -> ErrorCode | None:
-        return None
+    def validate_offset_fetch(self, member_id: str | None = None, member_epoch: int = -1) -> ErrorCode | None:
+        return None  # Kafka's ClassicGroup.validateOffsetFetch checks neither member nor generation
 
     def offset_expiration_condition(self) -> OffsetExpirationCondition | None:
         """Kafka's ClassicGroup.offsetExpirationCondition, whatever an old commit asked for:

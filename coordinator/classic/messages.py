@@ -140,6 +140,10 @@ class OffsetFetchRequest:
     group_id: str
     topics: tuple[tuple[str, tuple[int, ...]], ...] | None  # None: every committed offset
     require_stable: bool = False
+    # v9+: a consumer-protocol member fetches as itself (checked against its epoch); None and -1
+    # for an admin or a client outside group management.
+    member_id: str | None = None
+    member_epoch: int = -1
 
 
 @message

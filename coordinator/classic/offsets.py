@@ -31,7 +31,7 @@ from coordinator.classic.messages import (
 from coordinator.classic.rebalance import reschedule_heartbeat
 from coordinator.classic.state import ClassicGroupState as S
 from coordinator.group import Group, OffsetExpirationCondition
-from coordinator.classic.records import OffsetCommitValue, group_tombstone, offset_commit_record, offset_tombstone
+from coordinator.classic.records import OffsetCommitValue, offset_commit_record, offset_tombstone
 from coordinator.context import OperationContext
 
 
@@ -48,7 +48,7 @@ def commit_offsets(ctx: OperationContext, req: OffsetCommitRequest) -> OffsetCom
         error = group.validate_offset_commit(req)
     if error is None and req.generation_id >= 0:
         live = ctx.group(req.group_id)
-        if live.is_in(S.STABLE, S.PREPARING_REBALANCE):
+        if isinstance(live, ClassicGroup) and live.is_in(S.STABLE, S.PREPARING_REBALANCE):
             # Kafka's classic commit path: a member that commits is alive, as if it had heartbeated.
             reschedule_heartbeat(ctx, live, req.member_id)
     topics = []
@@ -79,7 +79,7 @@ def fetch_offsets(ctx: OperationContext, req: OffsetFetchRequest) -> OffsetFetch
     (a share group: "not a consumer group") is answered as one without offsets, with no error: -1 for
     each partition asked for, no topics when all were asked for."""
     group = ctx.group(req.group_id)
-    error = group.validate_offset_fetch() if group is not None else None
+    error = group.validate_offset_fetch(req.member_id, req.member_epoch) if group is not None else None
     if error is not None and error != ErrorCode.group_id_not_found:
         failed = tuple(
             (topic, tuple(FetchedOffset(p, -1, -1, "", error) for p in partitions)) for topic, partitions in (req.topics or ())
@@ -109,7 +109,8 @@ def expire_offsets(ctx: OperationContext) -> None:
     for group_id in sorted(set(ctx.state.offsets) | set(ctx.state.groups)):
         group = ctx.group(group_id)
         if cleanup_expired_offsets(ctx, group_id, group) and group is not None and group.is_deletable_without_offsets():
-            ctx.write(group_tombstone(group_id))
+            for record in group.delete_records(()):
+                ctx.write(record)
             ctx.drop(group_id)
 
 

@@ -14,10 +14,14 @@ its ConsumerGroup); an operation reads the group and writes records. Members are
 (member.py). Everything an update derives (counts, partition epochs, subscription type, state) is
 kept up to date by that update, as Kafka does, not recomputed on read.
 
+It also answers the group-kind questions of coordinator/group.py's Group protocol: offset commit and
+fetch checks by member epoch, its tombstones, offset expiry, session timers after a load.
+
 Left out for now: members that joined with the classic protocol (Kafka's numClassicProtocolMembers,
-classicProtocolMembersSupportedProtocols, fromClassicGroup and the online migration), committed
-offsets, the records (tombstones, createConsumerGroupRecords), the inverted target assignment (the
-assignors read ownership from GroupSpec), and the metadata refresh deadline.
+classicProtocolMembersSupportedProtocols, fromClassicGroup and the online migration), the inverted
+target assignment (the assignors read ownership from GroupSpec), and the metadata refresh deadline
+(the heartbeat computes the metadata hash each time: it depends only on the image and the
+subscriptions, so it decides the same).
 
 Kafka iterates hash maps; here every walk whose order can show is over sorted keys.
 """
@@ -25,7 +29,7 @@ Kafka iterates hash maps; here every walk whose order can show is over sorted ke
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
@@ -33,10 +37,14 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.classic.group import CONSUMER_PROTOCOL_TYPE
 from coordinator.classic.messages import ListedGroup
+from coordinator.classic.records import offset_tombstone
+from coordinator.consumer import records
 from coordinator.consumer.assignment_spec import GroupSpec, MemberSpec, TopicId
 from coordinator.consumer.member import ConsumerGroupMember, TopicPartitions, freeze_partitions
+from coordinator.group import OffsetExpirationCondition
 from coordinator.member_state import MemberState
 from coordinator.topic_partitions import partitions_view
+from kernel.codec import Record
 from kernel.lifecycle import IllegalTransition, validate_transition
 
 NO_EPOCH = -1  # currentPartitionEpoch's answer for a partition nobody owns
@@ -210,6 +218,68 @@ class ConsumerGroup:
     def is_subscribed_to_topic(self, topic: str) -> bool:
         """Kafka's ModernGroup.isSubscribedToTopic: by name or through a resolved regex."""
         return topic in self.subscribed_topic_names
+
+    def delete_records(self, offsets: Iterable[tuple[str, int]]) -> list[Record]:
+        """Kafka's createGroupTombstoneRecords after the offsets' tombstones, in the order replay
+        needs: every member's current assignment, then targets and the target epoch, then the
+        members' subscriptions, the resolved regular expressions, and the group epoch last."""
+        gid = self.group_id
+        members = sorted(self.members)
+        return [
+            *(offset_tombstone(gid, t, p) for t, p in sorted(offsets)),
+            *(records.consumer_current_assignment_tombstone(gid, m) for m in members),
+            *(records.consumer_target_assignment_tombstone(gid, m) for m in members),
+            records.consumer_target_assignment_epoch_tombstone(gid),
+            *(records.consumer_member_subscription_tombstone(gid, m) for m in members),
+            *(records.consumer_regular_expression_tombstone(gid, r) for r in sorted(self.resolved_regular_expressions)),
+            records.consumer_group_epoch_tombstone(gid),
+        ]
+
+    def share_state_deletes(self, image: Any) -> tuple:
+        return ()
+
+    def validate_offset_commit(self, req: Any) -> ErrorCode | None:
+        """Kafka's ConsumerGroup.validateOffsetCommit (no transactions here): a commit from outside
+        group management (epoch < 0) into a group without members; otherwise a member, at its
+        current epoch, with OffsetCommit v9 or later."""
+        if req.generation_id < 0 and not self.members:
+            return None
+        member = self.members.get(req.member_id)
+        if member is None:
+            return ErrorCode.unknown_member_id
+        if req.api_version < 9:
+            return ErrorCode.unsupported_version
+        return _validate_member_epoch(req.generation_id, member)
+
+    def validate_offset_fetch(self, member_id: str | None = None, member_epoch: int = -1) -> ErrorCode | None:
+        """Kafka's ConsumerGroup.validateOffsetFetch: an admin or a client outside group management
+        (no member id, epoch < 0) may fetch; a member must give its current epoch."""
+        if member_id is None and member_epoch < 0:
+            return None
+        member = self.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.unknown_member_id
+        return _validate_member_epoch(member_epoch, member)
+
+    def offset_expiration_condition(self) -> OffsetExpirationCondition:
+        """Kafka's ConsumerGroup.offsetExpirationCondition: from each offset's commit (for the
+        topics the group no longer subscribes to, which the cleanup asks is_subscribed_to_topic)."""
+        return OffsetExpirationCondition()
+
+    def is_deletable_without_offsets(self) -> bool:
+        return self.is_empty()
+
+    def arm_sessions(self, ctx: Any) -> None:
+        """After a load every member's session starts again from now (Kafka's onLoaded), and a
+        member still revoking gets its rebalance timeout back."""
+        gid = self.group_id
+        for member_id in sorted(self.members):
+            member = self.members[member_id]
+            ctx.schedule(session_key(gid, member_id), ctx.consumer_session_timeout_ms(gid),
+                         "expire_consumer_session", gid, member_id)
+            if member.state is MemberState.UNREVOKED_PARTITIONS:
+                ctx.schedule(rebalance_key(gid, member_id), member.rebalance_timeout_ms,
+                             "expire_consumer_rebalance", gid, member_id, member.member_epoch)
 
     def copy(self) -> "ConsumerGroup":
         """A copy the updates may change without touching this one (members and values are
@@ -552,6 +622,21 @@ class ConsumerGroup:
                 self.partition_epochs[topic_id] = partitions
             else:
                 self.partition_epochs.pop(topic_id, None)
+
+
+def session_key(group_id: str, member_id: str) -> Hashable:
+    """The timer of a member's session (Kafka's groupSessionTimeoutKey)."""
+    return ("consumer-session", group_id, member_id)
+
+
+def rebalance_key(group_id: str, member_id: str) -> Hashable:
+    """The timer of a member's revocation (Kafka's consumerGroupRebalanceTimeoutKey)."""
+    return ("consumer-rebalance", group_id, member_id)
+
+
+def _validate_member_epoch(received: int, member: ConsumerGroupMember) -> ErrorCode | None:
+    """Kafka's ConsumerGroup.validateMemberEpoch for a member of the consumer protocol."""
+    return None if received == member.member_epoch else ErrorCode.stale_member_epoch
 
 
 def _member_view(m: ConsumerGroupMember) -> tuple[Any, ...]:

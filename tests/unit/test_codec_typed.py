@@ -58,8 +58,9 @@ def reference_of(codec: RecordCodec) -> codec_reference.RecordCodec:
 
 def test_every_durable_type_is_covered():
     names = {name for _, name, _, _ in CASES}
-    assert {"GroupMetadata", "OffsetCommit", "ShareSnapshot", "ShareUpdate", "ShareGroupMetadata"} <= names
-    assert len(CASES) == 10
+    assert {"GroupMetadata", "OffsetCommit", "ShareSnapshot", "ShareUpdate", "ShareGroupMetadata",
+            "ConsumerGroupMetadata", "ConsumerGroupCurrentMemberAssignment", "ConsumerGroupRegularExpression"} <= names
+    assert len(CASES) == 16
 
 
 @pytest.mark.parametrize("codec,name,key_cls,value_cls", CASES, ids=[c[1] for c in CASES])

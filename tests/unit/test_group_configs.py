@@ -76,8 +76,8 @@ def test_set_and_delete_change_only_the_named_settings():
         (AlterOp("share.isolation.level", SET, "read_dirty"), ErrorCode.invalid_config,
          "Invalid value read_dirty for configuration share.isolation.level: String must be one of: "
          "read_committed, read_uncommitted"),
-        (AlterOp("consumer.session.timeout.ms", SET, "45000"), ErrorCode.invalid_config,
-         "Unknown group config name: consumer.session.timeout.ms"),
+        (AlterOp("consumer.rebalance.timeout.ms", SET, "45000"), ErrorCode.invalid_config,
+         "Unknown group config name: consumer.rebalance.timeout.ms"),
         (AlterOp("share.auto.offset.reset", SET, None), ErrorCode.invalid_request, "Null value not supported"),
         (AlterOp("share.auto.offset.reset", 7, "earliest"), ErrorCode.invalid_request, "Unknown operations type 7"),
     ],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cluster.gateway.apis import ADMIN_API_KEY, ApiKey
-from cluster.gateway.handlers import admin, auth, configs, fetch, group_offsets_admin, groups, meta, produce, producer_id, scram_credentials, share_fetch, share_groups, topics
+from cluster.gateway.handlers import admin, auth, configs, consumer_groups, fetch, group_offsets_admin, groups, meta, produce, producer_id, scram_credentials, share_fetch, share_groups, topics
 
 HANDLERS = {
     ApiKey.API_VERSIONS: meta.api_versions,
@@ -26,6 +26,8 @@ HANDLERS = {
     ApiKey.DESCRIBE_GROUPS: groups.describe_groups,
     ApiKey.LIST_GROUPS: groups.list_groups,
     ApiKey.DELETE_GROUPS: groups.delete_groups,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.consumer_group_heartbeat,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.consumer_group_describe,
     ApiKey.SHARE_GROUP_HEARTBEAT: share_groups.share_group_heartbeat,
     ApiKey.SHARE_GROUP_DESCRIBE: share_groups.share_group_describe,
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share_groups.describe_share_group_offsets,

@@ -233,10 +233,13 @@ def _committed(version: int, partition: int, error: Any) -> Any:
 
 
 async def _fetch_one_group(
-    gw: GatewayContext, group_id: str, wanted: Any, require_stable: bool, version: int
+    gw: GatewayContext, group_id: str, wanted: Any, require_stable: bool, version: int, group: Any = None
 ) -> OffsetFetchResponse:
-    """wanted: ((topic name, partitions), ...), or None for every committed offset."""
-    outcome = await gw.coordinators.group(Op.FETCH_OFFSETS, group_id, OffsetFetchRequest(group_id, wanted, require_stable))
+    """wanted: ((topic name, partitions), ...), or None for every committed offset. From v9 a
+    consumer-protocol member fetches as itself (`group`'s member id and epoch)."""
+    member_id, member_epoch = getattr(group, "member_id", None), getattr(group, "member_epoch", -1)
+    req = OffsetFetchRequest(group_id, wanted, require_stable, member_id, member_epoch)
+    outcome = await gw.coordinators.group(Op.FETCH_OFFSETS, group_id, req)
     if isinstance(outcome, Failed):
         if version >= 2:  # a top-level error code exists: Kafka's groupError lists no partitions
             return OffsetFetchResponse(group_id, outcome.error_code, ())
@@ -282,7 +285,7 @@ async def _fetch_group_by_ids(gw: GatewayContext, group: Any, require_stable: bo
             else:
                 resolved.append((name, tuple(t.partition_indexes)))
         wanted = tuple(resolved)
-    result = await _fetch_one_group(gw, group.group_id, wanted, require_stable, version) \
+    result = await _fetch_one_group(gw, group.group_id, wanted, require_stable, version, group) \
         if wanted is None or wanted else OffsetFetchResponse(group.group_id, ErrorCode.none, ())
     topics = gw.leadership.topics
     out = [{"topic_id": topics[name].topic_id, "partitions": _partitions_out(parts)}
@@ -305,7 +308,7 @@ async def offset_fetch(gw: GatewayContext, request: Request) -> Any:
         return build_response(ApiKey.OFFSET_FETCH, v, {"groups": list(groups)})
     if v >= 8:
         results = await asyncio.gather(
-            *(_fetch_one_group(gw, g.group_id, _wanted(g.topics), require_stable, v) for g in b.groups)
+            *(_fetch_one_group(gw, g.group_id, _wanted(g.topics), require_stable, v, g) for g in b.groups)
         )
         groups = [{"group_id": r.group_id, "topics": _topics_out(r), "error_code": r.error_code} for r in results]
         return build_response(ApiKey.OFFSET_FETCH, v, {"groups": groups})
