@@ -42,6 +42,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from cluster.gateway.apis import ApiKey
 from loadtest.members.classic_positions import ConsumedPartitions
 from loadtest.members.classic_state import TP
 from loadtest.members.consumer_state import (
@@ -55,7 +56,7 @@ from loadtest.members.consumer_state import (
 )
 from loadtest.members.errors import COORDINATOR_MOVED, TRANSPORT, error_name
 from loadtest.members.lookup import CoordinatorLookup, MetadataCache
-from loadtest.members.machine import CONSUMER_GROUP_HEARTBEAT, Broker, Machine, Millis, Pending
+from loadtest.members.machine import Broker, Machine, Millis, Pending
 from loadtest.members.share_state import new_member_id
 
 __all__ = ["ConsumerConfig", "ConsumerMember", "ConsumerState", "IllegalTransition"]
@@ -156,7 +157,7 @@ class ConsumerMember(ConsumedPartitions, Machine):
         self._full = False
         if carries:
             self._sent_owned = owned
-        self.send(now, CONSUMER_GROUP_HEARTBEAT, HEARTBEAT_VERSION, body, self.coordinator.broker,
+        self.send(now, ApiKey.CONSUMER_GROUP_HEARTBEAT, HEARTBEAT_VERSION, body, self.coordinator.broker,
                   CoordinatorLookup.LANE, lambda r, e, t, p: self._on_heartbeat(r, e, t, p, owned if carries else None))
 
     def _on_heartbeat(self, response: Any, error: ErrorCode, now: Millis, pending: Pending, carried: Owned | None) -> None:
@@ -362,7 +363,7 @@ class ConsumerMember(ConsumedPartitions, Machine):
                 "instance_id": c.group_instance_id, "rack_id": None, "rebalance_timeout": -1,
                 "subscribed_topic_names": None, "subscribed_topic_regex": None, "server_assignor": None,
                 "topic_partitions": None}
-        self.send(now, CONSUMER_GROUP_HEARTBEAT, HEARTBEAT_VERSION, body, self.coordinator.broker,
+        self.send(now, ApiKey.CONSUMER_GROUP_HEARTBEAT, HEARTBEAT_VERSION, body, self.coordinator.broker,
                   CoordinatorLookup.LANE, lambda r, e, t, p: self._stop(t), timeout_ms=self.config.leave_timeout_ms)
 
     def _leave_timed_out(self, now: Millis) -> None:

@@ -35,15 +35,8 @@ from loadtest.members.errors import error_name
 Millis = float
 Reply = Callable[[Any, ErrorCode, Millis, "Pending"], None]
 
-# KIP-848's two APIs by Kafka's keys: the consumer member speaks them to whatever coordinator
-# serves them, whether or not this gateway's ApiKey lists them yet.
-CONSUMER_GROUP_HEARTBEAT = 68
-CONSUMER_GROUP_DESCRIBE = 69
-
 API_NAMES: dict[int, str] = {
-    CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat",
-    CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",
-    **{int(k): "".join(w.capitalize() for w in k.name.split("_")) for k in ApiKey},
+    int(k): "".join(w.capitalize() for w in k.name.split("_")) for k in ApiKey
 }
 
 

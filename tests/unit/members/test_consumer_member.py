@@ -13,10 +13,10 @@ from kio.schema.errors import ErrorCode
 from cluster.gateway.apis import ApiKey
 from cluster.recordbatch import assign_offset, encode_records
 from loadtest.members.consumer import ConsumerConfig, ConsumerMember, ConsumerState
-from loadtest.members.machine import CONSUMER_GROUP_HEARTBEAT as HEARTBEAT
 from loadtest.members.machine import Send
 from tests.unit.members.harness import BOOT, COORD, LEADER, Harness
 
+HEARTBEAT = ApiKey.CONSUMER_GROUP_HEARTBEAT
 TOPIC, OTHER = "orders", "payments"
 TOPIC_ID, OTHER_ID = uuid.UUID(int=7), uuid.UUID(int=8)
 IDS = {TOPIC: TOPIC_ID, OTHER: OTHER_ID}
