@@ -340,10 +340,11 @@ class ConsumerMember(ConsumedPartitions, Machine):
         self._round += 1
         self._revocation = None
         self.after("leave", now + self.config.leave_timeout_ms, self._leave_timed_out)
-        if self.member_epoch <= JOIN_EPOCH:  # not a member (yet, or again): nothing to leave
-            self._lose(now)
-            self._stop(now)
+        if self.coordinator.broker is None and self.member_epoch == JOIN_EPOCH:
+            self._stop(now)  # it never reached a coordinator, or lost it while joining: nobody to tell
             return
+        # Even a member still joining says it leaves (as the Java client does): its join may have
+        # been taken, and the partitions it was given would wait for its session to run out.
         self._revoking = set(self.positions)  # nothing more is handed over
         self.coordinator.then(now, lambda t: self._commit(t, then=self._send_leave))
 

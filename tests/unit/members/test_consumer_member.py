@@ -279,6 +279,27 @@ def test_a_static_member_says_its_instance_id_every_time_and_leaves_at_epoch_min
     assert (leave.body["member_epoch"], leave.body["instance_id"]) == (-2, "static-1")
 
 
+def test_a_member_leaving_while_its_join_is_unanswered_still_says_it_leaves():
+    h = member()
+    h.find_coordinator()
+    join = h.take(HEARTBEAT)
+    h.m.leave(h.now)
+    h._collect()
+    leave = h.take(HEARTBEAT)
+    assert (leave.body["member_epoch"], leave.body["member_id"]) == (-1, join.body["member_id"])
+    answer(h, join, 1, {TOPIC_ID: [0]})  # the join's late answer changes nothing
+    assert h.m.assignment == {} and not h.pending(ApiKey.METADATA)
+    answer(h, leave, -1)
+    assert h.m.stopped
+
+
+def test_a_member_that_never_found_its_coordinator_just_stops():
+    h = member()
+    h.m.leave(h.now)
+    h._collect()
+    assert h.m.stopped and not h.pending(HEARTBEAT)
+
+
 def test_a_leave_nobody_answers_gives_up_after_its_timeout_and_says_what_was_lost():
     h = member(leave_timeout_ms=3_000)
     stable(h, [0])
