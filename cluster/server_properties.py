@@ -100,6 +100,9 @@ _ORDERED = (
     ("group.share.max.delivery.count.limit", "group.share.min.delivery.count.limit", False),
     ("group.share.max.session.timeout.ms", "group.share.min.session.timeout.ms", False),
     ("group.share.max.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms", False),
+    ("group.consumer.session.timeout.ms", "group.consumer.heartbeat.interval.ms", True),
+    ("group.consumer.max.session.timeout.ms", "group.consumer.min.session.timeout.ms", False),
+    ("group.consumer.max.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms", False),
     ("connections.max.idle.ms", "connection.failed.authentication.delay.ms", True),
 )
 _NEVER = {"connections.max.idle.ms": -1}  # a value that turns the bound off: no order to check

@@ -105,6 +105,10 @@ class OperationContext:
         """Arm `key` to run the shard's `method(*args)` after delay_ms (once this result is durable)."""
         self.timers.append(Schedule(key, delay_ms, ShardCall(method, args)))
 
+    def schedule_if_absent(self, key: Hashable, delay_ms: int, method: str, *args: Any) -> None:
+        """As `schedule`, unless a timer is armed under `key` already (it keeps its deadline)."""
+        self.timers.append(Schedule(key, delay_ms, ShardCall(method, args), if_absent=True))
+
     def cancel(self, key: Hashable) -> None:
         self.timers.append(Cancel(key))
 

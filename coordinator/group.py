@@ -67,6 +67,8 @@ class Group(Protocol):
 
     def validate_offset_fetch(self, member_id: str | None = None, member_epoch: int = -1) -> ErrorCode | None: ...
 
+    def validate_offset_delete(self) -> ErrorCode | None: ...
+
     def offset_expiration_condition(self) -> OffsetExpirationCondition | None:
         """How the group's offsets expire (Kafka's Group.offsetExpirationCondition); None: they do not."""
 

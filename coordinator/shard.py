@@ -33,6 +33,8 @@ from coordinator.group import Group
 from coordinator.classic.records import ClassicGroupStateKey, GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue
 from coordinator.share.records import SHARE_GROUP_KEYS
 from coordinator.consumer import admin as consumer_admin
+from coordinator.consumer import classic_members
+from coordinator.consumer.group import ConsumerGroup
 from coordinator.consumer import heartbeat as consumer_heartbeat
 from coordinator.consumer import replay as consumer_replay
 from coordinator.consumer.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, DescribedConsumerGroup
@@ -89,20 +91,38 @@ class GroupCoordinatorShard:
 
     # -- classic group operations ----------------------------------------------------------------
 
+    # A consumer group serves the classic protocol's calls of its classic members (KIP-848's online
+    # migration, coordinator/consumer/classic_members.py), as Kafka's classicGroupJoin dispatches.
+
     def join_group(self, req: JoinGroupRequest, token: RequestToken) -> Result:
         ctx = OperationContext(self, token)
+        group = self.groups.get(req.group_id)
+        if isinstance(group, ConsumerGroup) and req.group_id and self._valid_session(req.session_timeout_ms):
+            return ctx.result(classic_members.join(ctx, group, req))
         return ctx.result(join.join_group(ctx, req, token))
+
+    def _valid_session(self, session_timeout_ms: int) -> bool:
+        return self.config.min_session_timeout_ms <= session_timeout_ms <= self.config.max_session_timeout_ms
 
     def sync_group(self, req: SyncGroupRequest, token: RequestToken) -> Result:
         ctx = OperationContext(self, token)
+        group = self.groups.get(req.group_id)
+        if isinstance(group, ConsumerGroup):
+            return ctx.result(classic_members.sync(ctx, group, req))
         return ctx.result(sync.sync_group(ctx, req, token))
 
     def heartbeat(self, req: HeartbeatRequest, token: RequestToken | None = None) -> Result:
         ctx = OperationContext(self, token)
+        group = self.groups.get(req.group_id)
+        if isinstance(group, ConsumerGroup):
+            return ctx.result(classic_members.heartbeat(ctx, group, req))
         return ctx.result(heartbeat_leave.heartbeat(ctx, req))
 
     def leave_group(self, req: LeaveGroupRequest, token: RequestToken | None = None) -> Result:
         ctx = OperationContext(self, token)
+        group = self.groups.get(req.group_id)
+        if isinstance(group, ConsumerGroup):
+            return ctx.result(classic_members.leave(ctx, group, req))
         return ctx.result(heartbeat_leave.leave_group(ctx, req))
 
     def commit_offsets(self, req: OffsetCommitRequest, token: RequestToken | None = None) -> Result:
@@ -233,6 +253,11 @@ class GroupCoordinatorShard:
     def expire_consumer_rebalance(self, group_id: str, member_id: str, member_epoch: int) -> Result:
         ctx = OperationContext(self)
         consumer_heartbeat.expire_rebalance(ctx, group_id, member_id, member_epoch)
+        return ctx.result()
+
+    def expire_consumer_classic_timer(self, group_id: str, member_id: str) -> Result:
+        ctx = OperationContext(self)
+        classic_members.expire_timer(ctx, group_id, member_id)
         return ctx.result()
 
     # -- timer operations (scheduled by the operations above) ---------------------------------------

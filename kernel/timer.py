@@ -42,6 +42,9 @@ class Schedule:
     key: Hashable
     delay_ms: int
     operation: ShardCall
+    # Kafka's schedule(..., overwrite=false): leave a timer already armed under the key as it is
+    # (a deadline that repeated requests must not push back, like a classic member's join timeout).
+    if_absent: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +65,8 @@ def arm(timer: Timer, changes: Iterable[TimerChange], target: Any) -> None:
     """Apply timer changes to a Timer: a Schedule's operation will run on `target` when it expires."""
     for change in changes:
         if isinstance(change, Schedule):
+            if change.if_absent and timer.is_scheduled(change.key):
+                continue
             timer.schedule(change.key, change.delay_ms, functools.partial(change.operation, target))
         else:
             timer.cancel(change.key)

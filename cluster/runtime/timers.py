@@ -56,6 +56,8 @@ class TimerTable(dict[Hashable, Armed]):
     def apply(self, changes: Iterable[TimerChange], now: int) -> None:
         for change in changes:
             if isinstance(change, Schedule):
+                if change.if_absent and change.key in self:
+                    continue
                 self.arm(change.key, change.delay_ms, change.operation, now)
             else:
                 self.cancel(change.key)

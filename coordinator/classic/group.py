@@ -403,6 +403,14 @@ class ClassicGroup:
     def validate_offset_fetch(self, member_id: str | None = None, member_epoch: int = -1) -> ErrorCode | None:
         return None  # Kafka's ClassicGroup.validateOffsetFetch checks neither member nor generation
 
+    def validate_offset_delete(self) -> ErrorCode | None:
+        """Kafka's ClassicGroup.validateOffsetDelete (coordinator/classic/offset_delete.py)."""
+        if self.is_in(_S.DEAD):
+            return ErrorCode.group_id_not_found
+        if self.is_in(_S.STABLE, _S.PREPARING_REBALANCE, _S.COMPLETING_REBALANCE) and not self.uses_consumer_protocol():
+            return ErrorCode.non_empty_group
+        return None
+
     def offset_expiration_condition(self) -> OffsetExpirationCondition | None:
         """Kafka's ClassicGroup.offsetExpirationCondition, whatever an old commit asked for:
         - Empty: retention counts from when the group became Empty (from each commit when the

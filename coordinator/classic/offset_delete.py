@@ -4,7 +4,7 @@ validateOffsetDelete; ClassicGroup.validateOffsetDelete, isSubscribedToTopic, co
 Kafka's rules, in its order:
 - no group of that id: GROUP_ID_NOT_FOUND; a share group is "not a consumer group": GROUP_ID_NOT_FOUND;
 - a classic group with members whose protocol type is not "consumer" (Connect, ...): NON_EMPTY_GROUP,
-  since the coordinator cannot tell what they consume;
+  since the coordinator cannot tell what they consume (a consumer group checks nothing);
 - otherwise per topic: a topic some member subscribes to (as of the group's last generation: Kafka's
   subscribedTopics) answers GROUP_SUBSCRIBED_TO_TOPIC for each of its partitions (a member would
   commit it again), any other partition answers NONE, and a tombstone
@@ -20,7 +20,6 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.classic.group import ClassicGroup, parse_subscription_topics  # noqa: F401  (its tests' import)
 from coordinator.classic.records import offset_tombstone
-from coordinator.classic.state import ClassicGroupState as S
 from coordinator.context import OperationContext
 
 
@@ -55,8 +54,7 @@ def delete_offsets(ctx: OperationContext, req: OffsetDeleteRequest) -> OffsetDel
 
 
 def validate_offset_delete(group: object) -> ErrorCode | None:
-    if not isinstance(group, ClassicGroup) or group.is_in(S.DEAD):
+    """Kafka's Group.validateOffsetDelete, each group kind's own (no group: GROUP_ID_NOT_FOUND)."""
+    if group is None:
         return ErrorCode.group_id_not_found
-    if group.is_in(S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE) and not group.uses_consumer_protocol():
-        return ErrorCode.non_empty_group
-    return None
+    return group.validate_offset_delete()  # type: ignore[attr-defined]

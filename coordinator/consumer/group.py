@@ -247,9 +247,12 @@ class ConsumerGroup:
         member = self.members.get(req.member_id)
         if member is None:
             return ErrorCode.unknown_member_id
-        if req.api_version < 9:
+        if req.api_version < 9 and not member.use_classic_protocol:
             return ErrorCode.unsupported_version
         return _validate_member_epoch(req.generation_id, member)
+
+    def validate_offset_delete(self) -> ErrorCode | None:
+        return None  # Kafka's ConsumerGroup.validateOffsetDelete checks nothing
 
     def validate_offset_fetch(self, member_id: str | None = None, member_epoch: int = -1) -> ErrorCode | None:
         """Kafka's ConsumerGroup.validateOffsetFetch: an admin or a client outside group management
@@ -275,8 +278,10 @@ class ConsumerGroup:
         gid = self.group_id
         for member_id in sorted(self.members):
             member = self.members[member_id]
-            ctx.schedule(session_key(gid, member_id), ctx.consumer_session_timeout_ms(gid),
-                         "expire_consumer_session", gid, member_id)
+            timeout = ctx.consumer_session_timeout_ms(gid)
+            if member.classic_member_metadata is not None:
+                timeout = member.classic_member_metadata.session_timeout_ms
+            ctx.schedule(session_key(gid, member_id), timeout, "expire_consumer_session", gid, member_id)
             if member.state is MemberState.UNREVOKED_PARTITIONS:
                 ctx.schedule(rebalance_key(gid, member_id), member.rebalance_timeout_ms,
                              "expire_consumer_rebalance", gid, member_id, member.member_epoch)
@@ -634,9 +639,21 @@ def rebalance_key(group_id: str, member_id: str) -> Hashable:
     return ("consumer-rebalance", group_id, member_id)
 
 
+def join_key(group_id: str, member_id: str) -> Hashable:
+    """A classic member's time to join again once told to (Kafka's consumerGroupJoinKey)."""
+    return ("consumer-classic-join", group_id, member_id)
+
+
+def sync_key(group_id: str, member_id: str) -> Hashable:
+    """A classic member's time to sync after joining (Kafka's consumerGroupSyncKey)."""
+    return ("consumer-classic-sync", group_id, member_id)
+
+
 def _validate_member_epoch(received: int, member: ConsumerGroupMember) -> ErrorCode | None:
-    """Kafka's ConsumerGroup.validateMemberEpoch for a member of the consumer protocol."""
-    return None if received == member.member_epoch else ErrorCode.stale_member_epoch
+    """Kafka's ConsumerGroup.validateMemberEpoch: a classic member's generation is its epoch."""
+    if received == member.member_epoch:
+        return None
+    return ErrorCode.illegal_generation if member.use_classic_protocol else ErrorCode.stale_member_epoch
 
 
 def _member_view(m: ConsumerGroupMember) -> tuple[Any, ...]:

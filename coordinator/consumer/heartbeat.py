@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from kio.schema.errors import ErrorCode
 
@@ -46,7 +46,15 @@ from coordinator.classic.records import group_tombstone
 from coordinator.consumer import records as r
 from coordinator.consumer.assignment_spec import GroupSpec, MemberSpec, PartitionAssignorError, Topics, TopicId
 from coordinator.consumer.assignors import assignor
-from coordinator.consumer.group import ConsumerGroup, ResolvedRegularExpression, rebalance_key, session_key
+from coordinator.consumer import migration
+from coordinator.consumer.group import (
+    ConsumerGroup,
+    ResolvedRegularExpression,
+    join_key,
+    rebalance_key,
+    session_key,
+    sync_key,
+)
 from coordinator.consumer.member import ConsumerGroupMember
 from coordinator.consumer.messages import (
     JOIN_GROUP_MEMBER_EPOCH,
@@ -121,7 +129,7 @@ def consumer_group_heartbeat(
         validate(req, api_version, ctx.config.consumer_assignors)
         if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return _leave(ctx, req)
-        return _Heartbeat(ctx, req).run()
+        return _Heartbeat(ctx, req.group_id, req=req).run()
     except _Rejected as rejected:
         return ConsumerGroupHeartbeatResponse(rejected.code, rejected.message)
 
@@ -178,23 +186,36 @@ def _leave(ctx: OperationContext, req: ConsumerGroupHeartbeatRequest) -> Consume
 
 
 def fence_member(ctx: OperationContext, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
-    """Kafka's consumerGroupFenceMember: tombstones of the member's assignment, target and
-    subscription (and of its regex if it was the last to use it), then a group epoch bump with the
-    metadata hash of what the others subscribe to. The target assignment epoch stays behind, so
-    the next heartbeat of another member computes a target without it."""
-    gid, mid = group.group_id, member.member_id
-    for record in _remove_member_records(gid, mid):
-        ctx.write(record)
+    """Kafka's consumerGroupFenceMember."""
+    fence_members(ctx, group, [member])
+
+
+def fence_members(ctx: OperationContext, group: ConsumerGroup, members: list[ConsumerGroupMember]) -> None:
+    """Kafka's consumerGroupFenceMember (and classicGroupLeaveToConsumerGroup for several): if only
+    classic members would remain, the group goes back to being a classic group (migration.py);
+    otherwise tombstones of each member's assignment, target and subscription (and of a regex its
+    last user leaves), then one group epoch bump with the metadata hash of what the others
+    subscribe to. The target assignment epoch stays behind, so the next heartbeat of another member
+    computes a target without them."""
+    gid = group.group_id
+    gone = {m.member_id for m in members}
+    for mid in sorted(gone):
+        for key in (session_key(gid, mid), rebalance_key(gid, mid), join_key(gid, mid), sync_key(gid, mid)):
+            ctx.cancel(key)
+    if migration.can_downgrade(ctx, group, gone):
+        migration.downgrade(ctx, group, gone)
+        return
+    for mid in sorted(gone):
+        for record in _remove_member_records(gid, mid):
+            ctx.write(record)
+    remaining = {m: v for m, v in group.members.items() if m not in gone}
     regexes = dict(group.resolved_regular_expressions)
-    regex = member.subscribed_topic_regex
-    if regex and group.num_subscribed_members(regex) == 1:
-        ctx.write(r.consumer_regular_expression_tombstone(gid, regex))
-        regexes.pop(regex, None)
-    members = {m: v for m, v in group.members.items() if m != mid}
-    new_hash = metadata_hash(_subscribed_topic_names(members, regexes), ctx.state.topics_image)
+    for regex in sorted({m.subscribed_topic_regex for m in members if m.subscribed_topic_regex}):
+        if not any(v.subscribed_topic_regex == regex for v in remaining.values()):
+            ctx.write(r.consumer_regular_expression_tombstone(gid, regex))
+            regexes.pop(regex, None)
+    new_hash = metadata_hash(_subscribed_topic_names(remaining, regexes), ctx.state.topics_image)
     ctx.write(r.consumer_group_epoch_record(gid, group.group_epoch + 1, new_hash))
-    ctx.cancel(session_key(gid, mid))
-    ctx.cancel(rebalance_key(gid, mid))
 
 
 def _remove_member_records(group_id: str, member_id: str) -> list[Record]:
@@ -248,213 +269,104 @@ class _RegexChange(enum.Enum):
 
 
 @dataclass
-class _Heartbeat:
-    """One heartbeat's working state: the records it will write (only once every check passed),
-    the members and resolved regexes as they will be after those records."""
+class GroupChange:
+    """One operation's change to a consumer group, in Kafka's steps (the heartbeat's, which a
+    classic member's JoinGroup into a consumer group repeats): the records it will write (only once
+    every check passed), and the members, targets and resolved regexes as they will be after them.
+    `begin` first; `write` last."""
 
     ctx: OperationContext
-    req: ConsumerGroupHeartbeatRequest
+    group_id: str
+    records: list[Record] = field(default_factory=list)
 
-    def run(self) -> ConsumerGroupHeartbeatResponse:
-        ctx, req = self.ctx, self.req
-        self.image: TopicsImage = ctx.state.topics_image
-        self.records: list[Record] = []
-        gid = req.group_id
-        joining = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
-        group = self._group(joining)
-        mid = req.member_id or ctx.state.new_member_id(req.client_id)
-        max_size = ctx.config.consumer_max_size
-        if len(group.members) >= max_size and (not req.member_id or mid not in group.members):
-            raise _Rejected(
-                ErrorCode.group_max_size_reached,
-                f"The consumer group has reached its maximum capacity of {max_size} members.",
-            )
-        # The members after this heartbeat's records, and what a static member's place gives.
+    def begin(self, group: ConsumerGroup) -> None:
+        self.image: TopicsImage = self.ctx.state.topics_image
         self.members = dict(group.members)
         self.targets = dict(group.target_assignment)
-        if req.instance_id is None:
-            member = self._dynamic_member(group, mid, joining)
-        else:
-            member = self._static_member(group, mid, joining)
+        self.regexes = dict(group.resolved_regular_expressions)
 
-        # 1. The member as it asks to be now.
-        updated = replace(
-            member,
-            instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
-            rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
-            rebalance_timeout_ms=req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
-            server_assignor_name=req.server_assignor if req.server_assignor is not None else member.server_assignor_name,
-            subscribed_topic_names=(
-                frozenset(req.subscribed_topic_names) if req.subscribed_topic_names is not None else member.subscribed_topic_names
-            ),
-            subscribed_topic_regex=(
-                req.subscribed_topic_regex if req.subscribed_topic_regex is not None else member.subscribed_topic_regex
-            ),
-            client_id=req.client_id,
-            client_host=req.client_host,
-        )
+    def subscribe(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember, regexes: bool = True
+    ) -> tuple[bool, bool]:
+        """Kafka's hasMemberSubscriptionChanged and maybeUpdateRegularExpressions (not for a classic
+        member's JoinGroup: it has no regex): the member's record if it changed. Returns (bump the
+        group epoch, the subscription changed)."""
         names_changed = False
         if updated != member:
-            self.records.append(r.consumer_member_subscription_record(gid, updated))
+            self.records.append(r.consumer_member_subscription_record(self.group_id, updated))
             names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
-        self.members[mid] = updated
-        self.regexes = dict(group.resolved_regular_expressions)
+        self.members[updated.member_id] = updated
+        if not regexes:
+            return names_changed, names_changed
         regex_change, resolution_changed = self._update_regular_expressions(group, member, updated)
-        has_subscription_changed = names_changed or regex_change is not _RegexChange.NO_CHANGE
+        bump = names_changed or regex_change is _RegexChange.REGEX_UPDATED_AND_RESOLVED or resolution_changed
+        return bump, names_changed or regex_change is not _RegexChange.NO_CHANGE
 
-        # 2. The group epoch: bumped for a new group, a new subscription, or new topic metadata.
+    def group_epoch(self, group: ConsumerGroup, bump: bool) -> int:
+        """Kafka's updateSubscriptionMetadata: the group epoch, bumped (a ConsumerGroupMetadata
+        record) for a new group, when asked, or when the subscribed topics' metadata hash changed."""
         new_hash = metadata_hash(_subscribed_topic_names(self.members, self.regexes), self.image)
-        bump = (
-            group.group_epoch == 0
-            or names_changed
-            or regex_change is _RegexChange.REGEX_UPDATED_AND_RESOLVED
-            or resolution_changed
-            or new_hash != group.metadata_hash
-        )
-        group_epoch = group.group_epoch
-        if bump:
-            group_epoch += 1
-            self.records.append(r.consumer_group_epoch_record(gid, group_epoch, new_hash))
+        epoch = group.group_epoch
+        if bump or epoch == 0 or new_hash != group.metadata_hash:
+            epoch += 1
+            self.records.append(r.consumer_group_epoch_record(self.group_id, epoch, new_hash))
+        return epoch
 
-        # 3. A new target assignment when the group epoch moved past the target's.
+    def target(
+        self, group: ConsumerGroup, group_epoch: int, member: ConsumerGroupMember, updated: ConsumerGroupMember
+    ) -> tuple[int, TopicPartitions]:
+        """The member's target and its epoch: a new target assignment when the group epoch moved past
+        the target's (Kafka's updateTargetAssignment), else the current one."""
         if group_epoch > group.target_assignment_epoch:
-            target = self._update_target_assignment(group, group_epoch, member, updated)
-            target_epoch = group_epoch
-        else:
-            target = self.targets.get(mid, {})
-            target_epoch = group.target_assignment_epoch
+            return group_epoch, self._update_target_assignment(group, group_epoch, member, updated)
+        return group.target_assignment_epoch, self.targets.get(updated.member_id, {})
 
-        # 4. Reconcile the member towards its target.
-        reconciled = updated
-        if has_subscription_changed or not updated.is_reconciled_to(target_epoch):
-            topic_name = lambda tid: self.image.by_id[tid].name if tid in self.image.by_id else None  # noqa: E731
-            try:
-                reconciled = reconcile(
-                    updated,
-                    target_epoch,
-                    target,
-                    group.current_partition_epoch,
-                    req.topic_partitions,
-                    has_subscription_changed=has_subscription_changed,
-                    subscribed_topic_ids=subscribed_topic_ids_resolver(
-                        topic_name, {regex: rr.topics for regex, rr in self.regexes.items()}
-                    ),
-                )
-            except FencedMemberEpochError as e:
-                raise _Rejected(ErrorCode.fenced_member_epoch, str(e)) from None
-        if reconciled != updated:
-            self.records.append(r.consumer_current_assignment_record(gid, reconciled))
-
-        # Every check passed: write, and arm the timers.
-        for record in self.records:
-            ctx.write(record)
-        if reconciled != updated:
-            if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
-                ctx.schedule(rebalance_key(gid, mid), reconciled.rebalance_timeout_ms, "expire_consumer_rebalance",
-                             gid, mid, reconciled.member_epoch)
-            else:
-                ctx.cancel(rebalance_key(gid, mid))
-        ctx.schedule(session_key(gid, mid), ctx.consumer_session_timeout_ms(gid), "expire_consumer_session", gid, mid)
-
-        # 5. The answer: the assignment on a join, a full request, or a change.
-        full_request = (
-            req.rebalance_timeout_ms != -1
-            and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
-            and req.topic_partitions is not None
-        )
-        assignment: Assignment | None = None
-        if joining or full_request or reconciled.assigned_partitions != member.assigned_partitions:
-            assignment = _as_response(reconciled.assigned_partitions)
-        return ConsumerGroupHeartbeatResponse(
-            ErrorCode.none,
-            member_id=reconciled.member_id,
-            member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=ctx.consumer_heartbeat_interval_ms(gid),
-            assignment=assignment,
-        )
-
-    # -- 1. the group and the member ------------------------------------------------------------------
-
-    def _group(self, create: bool) -> ConsumerGroup:
-        """Kafka's getOrMaybeCreateConsumerGroup: a new group is materialized by the replay of this
-        heartbeat's records. An Empty classic group (offsets only, or every member gone) gives its
-        id up: its tombstone comes first (Kafka's maybeDeleteEmptyClassicGroup), its offsets stay."""
-        gid = self.req.group_id
-        group = self.ctx.group(gid)
-        if isinstance(group, ConsumerGroup):
-            return group
-        if group is None:
-            if not create:
-                raise _Rejected(ErrorCode.group_id_not_found, f"Consumer group {gid} not found.")
-            return ConsumerGroup(gid)
-        if create and isinstance(group, ClassicGroup) and group.is_empty():
-            self.records.append(group_tombstone(gid))
-            return ConsumerGroup(gid)
-        raise _Rejected(ErrorCode.group_id_not_found, f"Group {gid} is not a consumer group.")
-
-    def _dynamic_member(self, group: ConsumerGroup, member_id: str, create: bool) -> ConsumerGroupMember:
-        """Kafka's getOrMaybeSubscribeDynamicConsumerGroupMember."""
-        member = group.member(member_id)
-        if member is None:
-            if not create:
-                raise _Rejected(
-                    ErrorCode.unknown_member_id, f"Member {member_id} is not a member of group {group.group_id}."
-                )
-            member = ConsumerGroupMember(member_id)
-        self._check_member_epoch(member)
-        return member
-
-    def _static_member(self, group: ConsumerGroup, member_id: str, create: bool) -> ConsumerGroupMember:
-        """Kafka's getOrMaybeSubscribeStaticConsumerGroupMember: a static member rejoining with a new
-        member id takes the place (and the assignment) of the one its instance left with epoch -2."""
-        instance_id = self.req.instance_id
-        assert instance_id is not None
-        existing = group.static_member(instance_id)
-        if not create:
-            member = _static_member(group, instance_id, member_id)
-            self._check_member_epoch(member)
+    def reconcile(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerGroupMember,
+        target_epoch: int,
+        target: TopicPartitions,
+        owned: Assignment | None,
+        has_subscription_changed: bool,
+    ) -> ConsumerGroupMember:
+        """Kafka's maybeReconcile: the member a step towards its target, its record if it moved."""
+        if not has_subscription_changed and member.is_reconciled_to(target_epoch):
             return member
-        if existing is None:
-            return group.member(member_id) or ConsumerGroupMember(member_id)
-        if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            raise _Rejected(
-                ErrorCode.unreleased_instance_id,
-                f"Static member {member_id} with instance id {instance_id} cannot join the group because "
-                f"the instance id is owned by {existing.member_id} member.",
+        topic_name = lambda tid: self.image.by_id[tid].name if tid in self.image.by_id else None  # noqa: E731
+        try:
+            reconciled = reconcile(
+                member,
+                target_epoch,
+                target,
+                group.current_partition_epoch,
+                owned,
+                has_subscription_changed=has_subscription_changed,
+                subscribed_topic_ids=subscribed_topic_ids_resolver(
+                    topic_name, {regex: rr.topics for regex, rr in self.regexes.items()}
+                ),
             )
-        new_member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
-        # Kafka's replaceMember: the old member's records go, the new one takes its target.
-        gid = group.group_id
-        target = group.target_assignment.get(existing.member_id, {})
-        self.records += _remove_member_records(gid, existing.member_id)
-        self.records.append(r.consumer_member_subscription_record(gid, new_member))
-        self.records.append(r.consumer_target_assignment_record(gid, member_id, target))
-        self.records.append(r.consumer_current_assignment_record(gid, new_member))
-        self.members.pop(existing.member_id, None)
-        self.targets.pop(existing.member_id, None)
-        self.targets[member_id] = target
-        return new_member
+        except FencedMemberEpochError as e:
+            raise _Rejected(ErrorCode.fenced_member_epoch, str(e)) from None
+        if reconciled != member:
+            self.records.append(r.consumer_current_assignment_record(self.group_id, reconciled))
+        return reconciled
 
-    def _check_member_epoch(self, member: ConsumerGroupMember) -> None:
-        """Kafka's throwIfConsumerGroupMemberEpochIsInvalid."""
-        received = self.req.member_epoch
-        if received > member.member_epoch:
-            raise _Rejected(
-                ErrorCode.fenced_member_epoch,
-                f"The consumer group member has a greater member epoch ({received}) than the one known by the "
-                f"group coordinator ({member.member_epoch}). The member must abandon all its partitions and rejoin.",
-            )
-        if received < member.member_epoch and (
-            received != member.previous_member_epoch or not _is_subset(self.req.topic_partitions, member.assigned_partitions)
-        ):
-            raise _Rejected(
-                ErrorCode.fenced_member_epoch,
-                f"The consumer group member has a smaller member epoch ({received}) than the one known by the "
-                f"group coordinator ({member.member_epoch}). The member must abandon all its partitions and rejoin.",
-            )
+    def write(self, member: ConsumerGroupMember, reconciled: ConsumerGroupMember) -> None:
+        """Every check passed: the records go out, and a consumer-protocol member that must revoke
+        gets its rebalance timeout (Kafka's maybeReconcile; classic members have join and sync
+        timeouts instead)."""
+        for record in self.records:
+            self.ctx.write(record)
+        if reconciled != member and not reconciled.use_classic_protocol:
+            key = rebalance_key(self.group_id, reconciled.member_id)
+            if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
+                self.ctx.schedule(key, reconciled.rebalance_timeout_ms, "expire_consumer_rebalance",
+                                  self.group_id, reconciled.member_id, reconciled.member_epoch)
+            else:
+                self.ctx.cancel(key)
 
     # -- 2. regular expressions ------------------------------------------------------------------------
-
     def _update_regular_expressions(
         self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember
     ) -> tuple[_RegexChange, bool]:
@@ -560,6 +472,166 @@ class _Heartbeat:
         return self.targets.get(updated.member_id, {})
 
 
+@dataclass
+class _Heartbeat(GroupChange):
+    """ConsumerGroupHeartbeat's own steps around GroupChange's."""
+
+    req: ConsumerGroupHeartbeatRequest = None  # type: ignore[assignment]
+
+    def run(self) -> ConsumerGroupHeartbeatResponse:
+        ctx, req, gid = self.ctx, self.req, self.group_id
+        joining = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
+        group = self._group(joining)
+        mid = req.member_id or ctx.state.new_member_id(req.client_id)
+        check_not_full(ctx, group, req.member_id)
+        self.begin(group)
+        if req.instance_id is None:
+            member = self._dynamic_member(group, mid, joining)
+        else:
+            member = self._static_member(group, mid, joining)
+
+        # 1. The member as it asks to be now; the group epoch.
+        updated = replace(
+            member,
+            instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
+            rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
+            server_assignor_name=req.server_assignor if req.server_assignor is not None else member.server_assignor_name,
+            subscribed_topic_names=(
+                frozenset(req.subscribed_topic_names) if req.subscribed_topic_names is not None else member.subscribed_topic_names
+            ),
+            subscribed_topic_regex=(
+                req.subscribed_topic_regex if req.subscribed_topic_regex is not None else member.subscribed_topic_regex
+            ),
+            client_id=req.client_id,
+            client_host=req.client_host,
+            classic_member_metadata=None,
+        )
+        bump, has_subscription_changed = self.subscribe(group, member, updated)
+        group_epoch = self.group_epoch(group, bump)
+        # 2. Its target; 3. a step towards it.
+        target_epoch, target = self.target(group, group_epoch, member, updated)
+        reconciled = self.reconcile(group, updated, target_epoch, target, req.topic_partitions, has_subscription_changed)
+        self.write(updated, reconciled)
+        ctx.schedule(session_key(gid, mid), ctx.consumer_session_timeout_ms(gid), "expire_consumer_session", gid, mid)
+
+        # The answer: the assignment on a join, a full request, or a change.
+        full_request = (
+            req.rebalance_timeout_ms != -1
+            and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
+            and req.topic_partitions is not None
+        )
+        assignment: Assignment | None = None
+        if joining or full_request or reconciled.assigned_partitions != member.assigned_partitions:
+            assignment = _as_response(reconciled.assigned_partitions)
+        return ConsumerGroupHeartbeatResponse(
+            ErrorCode.none,
+            member_id=reconciled.member_id,
+            member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=ctx.consumer_heartbeat_interval_ms(gid),
+            assignment=assignment,
+        )
+
+    # -- 1. the group and the member ------------------------------------------------------------------
+
+    def _group(self, create: bool) -> ConsumerGroup:
+        """Kafka's getOrMaybeCreateConsumerGroup: a new group is materialized by the replay of this
+        heartbeat's records. An Empty classic group (offsets only, or every member gone) gives its
+        id up: its tombstone comes first (Kafka's maybeDeleteEmptyClassicGroup), its offsets stay.
+        A classic group with members is upgraded, if the migration policy allows (migration.py)."""
+        gid = self.req.group_id
+        group = self.ctx.group(gid)
+        if isinstance(group, ConsumerGroup):
+            return group
+        if group is None:
+            if not create:
+                raise _Rejected(ErrorCode.group_id_not_found, f"Consumer group {gid} not found.")
+            return ConsumerGroup(gid)
+        if create and isinstance(group, ClassicGroup) and group.is_empty():
+            self.records.append(group_tombstone(gid))
+            return ConsumerGroup(gid)
+        if create and isinstance(group, ClassicGroup) and migration.can_upgrade(self.ctx, group):
+            try:
+                converted, records = migration.upgrade(self.ctx, group)
+            except migration.MigrationRefused as e:
+                raise _Rejected(ErrorCode.group_id_not_found, str(e)) from None
+            self.records += records
+            return converted
+        raise _Rejected(ErrorCode.group_id_not_found, f"Group {gid} is not a consumer group.")
+
+    def _dynamic_member(self, group: ConsumerGroup, member_id: str, create: bool) -> ConsumerGroupMember:
+        """Kafka's getOrMaybeSubscribeDynamicConsumerGroupMember."""
+        member = group.member(member_id)
+        if member is None:
+            if not create:
+                raise _Rejected(
+                    ErrorCode.unknown_member_id, f"Member {member_id} is not a member of group {group.group_id}."
+                )
+            member = ConsumerGroupMember(member_id)
+        self._check_member_epoch(member)
+        return member
+
+    def _static_member(self, group: ConsumerGroup, member_id: str, create: bool) -> ConsumerGroupMember:
+        """Kafka's getOrMaybeSubscribeStaticConsumerGroupMember: a static member rejoining with a new
+        member id takes the place (and the assignment) of the one its instance left with epoch -2."""
+        instance_id = self.req.instance_id
+        assert instance_id is not None
+        existing = group.static_member(instance_id)
+        if not create:
+            member = _static_member(group, instance_id, member_id)
+            self._check_member_epoch(member)
+            return member
+        if existing is None:
+            return group.member(member_id) or ConsumerGroupMember(member_id)
+        if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise _Rejected(
+                ErrorCode.unreleased_instance_id,
+                f"Static member {member_id} with instance id {instance_id} cannot join the group because "
+                f"the instance id is owned by {existing.member_id} member.",
+            )
+        new_member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+        # Kafka's replaceMember: the old member's records go, the new one takes its target.
+        gid = group.group_id
+        target = group.target_assignment.get(existing.member_id, {})
+        self.records += _remove_member_records(gid, existing.member_id)
+        self.records.append(r.consumer_member_subscription_record(gid, new_member))
+        self.records.append(r.consumer_target_assignment_record(gid, member_id, target))
+        self.records.append(r.consumer_current_assignment_record(gid, new_member))
+        self.members.pop(existing.member_id, None)
+        self.targets.pop(existing.member_id, None)
+        self.targets[member_id] = target
+        return new_member
+
+    def _check_member_epoch(self, member: ConsumerGroupMember) -> None:
+        """Kafka's throwIfConsumerGroupMemberEpochIsInvalid."""
+        received = self.req.member_epoch
+        if received > member.member_epoch:
+            raise _Rejected(
+                ErrorCode.fenced_member_epoch,
+                f"The consumer group member has a greater member epoch ({received}) than the one known by the "
+                f"group coordinator ({member.member_epoch}). The member must abandon all its partitions and rejoin.",
+            )
+        if received < member.member_epoch and (
+            received != member.previous_member_epoch or not _is_subset(self.req.topic_partitions, member.assigned_partitions)
+        ):
+            raise _Rejected(
+                ErrorCode.fenced_member_epoch,
+                f"The consumer group member has a smaller member epoch ({received}) than the one known by the "
+                f"group coordinator ({member.member_epoch}). The member must abandon all its partitions and rejoin.",
+            )
+
+
+
+def check_not_full(ctx: OperationContext, group: ConsumerGroup, member_id: str) -> None:
+    """Kafka's throwIfConsumerGroupIsFull: a full group takes no new member."""
+    max_size = ctx.config.consumer_max_size
+    if len(group.members) >= max_size and (not member_id or member_id not in group.members):
+        raise _Rejected(
+            ErrorCode.group_max_size_reached,
+            f"The consumer group has reached its maximum capacity of {max_size} members.",
+        )
+
+
 def _dec(counts: dict[str, int], key: str) -> None:
     value = counts.get(key, 0)
     if value <= 1:
@@ -584,4 +656,5 @@ def _as_response(partitions: TopicPartitions) -> Assignment:
     return tuple((topic_id, tuple(sorted(ps))) for topic_id, ps in sorted(partitions.items()) if ps)
 
 
-__all__ = ["consumer_group_heartbeat", "expire_rebalance", "expire_session", "fence_member", "validate"]
+__all__ = ["GroupChange", "check_not_full", "consumer_group_heartbeat", "expire_rebalance", "expire_session",
+           "fence_member", "fence_members", "validate"]

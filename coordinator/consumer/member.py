@@ -4,9 +4,9 @@ through `dataclasses.replace` (Kafka's ConsumerGroupMember.Builder) or `update_m
 
 Partitions are keyed by topic id, each topic's partitions a frozenset; a topic with no partitions
 is not a key (Kafka's reconciliation never stores an empty set either, and its maps compare by
-content, so `{t: {}}` and `{}` would differ there too). Only the fields the reconciliation and the
-heartbeat need are here: Kafka's classicMemberMetadata (members that joined with the classic
-protocol) is not ported yet.
+content, so `{t: {}}` and `{}` would differ there too). A member that joined with the classic
+protocol (JoinGroup into a consumer group, or one a classic group had when it was upgraded) carries
+its session timeout and JoinGroup protocols (Kafka's classicMemberMetadata).
 
 The member's lifecycle is KIP-848's reconciliation (coordinator/consumer/reconciliation.py):
 
@@ -50,6 +50,22 @@ _VALID_PREVIOUS: dict[MemberState, frozenset[MemberState]] = {
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicProtocol:
+    """One (name, metadata) of a classic member's JoinGroup protocols."""
+
+    name: str
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """Kafka's ConsumerGroupMemberMetadataValue.ClassicMemberMetadata."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[ClassicProtocol, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMember:
     """Kafka's ConsumerGroupMember (with ModernGroupMember's fields); the defaults are its
     Builder's for a new member. `server_assignor_name` None is Kafka's Optional.empty()."""
@@ -68,6 +84,12 @@ class ConsumerGroupMember:
     server_assignor_name: str | None = None
     assigned_partitions: TopicPartitions = field(default_factory=dict)
     partitions_pending_revocation: TopicPartitions = field(default_factory=dict)
+    classic_member_metadata: ClassicMemberMetadata | None = None
+
+    @property
+    def use_classic_protocol(self) -> bool:
+        """Kafka's useClassicProtocol: the member speaks JoinGroup/SyncGroup/Heartbeat."""
+        return self.classic_member_metadata is not None
 
     def __post_init__(self) -> None:
         # Canonical form whatever the caller passed (lists, sets, empty topics, a state as its
@@ -89,4 +111,4 @@ class ConsumerGroupMember:
         return self.state is MemberState.STABLE and self.member_epoch == target_assignment_epoch
 
 
-__all__ = ["ConsumerGroupMember", "MemberState", "TopicPartitions", "freeze_partitions"]
+__all__ = ["ClassicMemberMetadata", "ClassicProtocol", "ConsumerGroupMember", "MemberState", "TopicPartitions", "freeze_partitions"]

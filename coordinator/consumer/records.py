@@ -7,8 +7,8 @@ rebuilds it after a failover:
   Kafka 4.1) that tells a new coordinator whether the topics changed while it was not leader.
 - ConsumerGroupMemberMetadata: what a member asked for (instance id, rack, client id and host,
   subscribed topic names or regex, rebalance timeout, server assignor): the input of the assignor.
-  The classic protocol's metadata of a member that joined with JoinGroup is an optional field,
-  unset until such members are ported.
+  The classic protocol's metadata of a member that joined with JoinGroup (its session timeout and
+  protocols) is set for such members only.
 - ConsumerGroupTargetAssignmentMetadata: the epoch of the target assignment, so that a new
   coordinator knows whether the target is behind the group epoch and must be recomputed.
 - ConsumerGroupTargetAssignmentMember: a member's target partitions.
@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from uuid import UUID
 
-from coordinator.consumer.member import ConsumerGroupMember
+from coordinator.consumer.member import ClassicMemberMetadata, ClassicProtocol, ConsumerGroupMember  # noqa: F401  (ClassicProtocol: its nested type, for the codec)
 from coordinator.topic_partitions import partitions_view
 from kernel.codec import Record, RecordCodec
 
@@ -61,18 +61,6 @@ class ConsumerGroupMetadataValue:
 class ConsumerGroupMemberMetadataKey:
     group_id: str
     member_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ClassicProtocol:
-    name: str
-    metadata: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class ClassicMemberMetadata:
-    session_timeout_ms: int
-    supported_protocols: tuple[ClassicProtocol, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,8 +195,7 @@ def consumer_member_subscription_record(group_id: str, member: ConsumerGroupMemb
             subscribed_topic_regex=member.subscribed_topic_regex,
             server_assignor=member.server_assignor_name,
             rebalance_timeout_ms=member.rebalance_timeout_ms,
-            # ConsumerGroupMember has no classic protocol metadata yet (member.py): always unset.
-            classic_member_metadata=None,
+            classic_member_metadata=member.classic_member_metadata,
         ),
     )
 

@@ -78,6 +78,7 @@ def replay(groups: dict[str, Any], record: Record) -> None:
                     subscribed_topic_regex=value.subscribed_topic_regex or "",
                     server_assignor_name=value.server_assignor,
                     rebalance_timeout_ms=value.rebalance_timeout_ms,
+                    classic_member_metadata=value.classic_member_metadata,
                 )
             )
         elif member is not None:

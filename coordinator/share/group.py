@@ -151,6 +151,9 @@ class ShareGroup:
     def validate_offset_commit(self, req: Any) -> ErrorCode | None:
         return ErrorCode.group_id_not_found
 
+    def validate_offset_delete(self) -> ErrorCode | None:
+        return ErrorCode.group_id_not_found  # Kafka: a share group is "not a consumer group"
+
     def validate_offset_fetch(self, member_id: str | None = None, member_epoch: int = -1) -> ErrorCode | None:
         # Kafka's ShareGroup.validateOffsetFetch: a share group has no committed offsets to fetch;
         # OffsetFetch answers it as a group without offsets (coordinator/classic/offsets.py).

@@ -87,6 +87,10 @@ def test_listeners_given_with_config_are_not_overridden_by_port():
      "bad value for group.share.session.timeout.ms: must be more than group.share.heartbeat.interval.ms (45000), got 45000"),
     (["group.share.max.size=300", "group.share.max.share.sessions=250"],
      "bad value for group.share.max.share.sessions: must be at least group.share.max.size (300), got 250"),
+    (["group.consumer.heartbeat.interval.ms=45000"],
+     "bad value for group.consumer.session.timeout.ms: must be more than group.consumer.heartbeat.interval.ms (45000), got 45000"),
+    (["group.consumer.min.heartbeat.interval.ms=20000"],
+     "bad value for group.consumer.max.heartbeat.interval.ms: must be at least group.consumer.min.heartbeat.interval.ms (20000), got 15000"),
 ])
 def test_settings_checked_together_as_kafka_does(pairs, message):
     with pytest.raises(ConfigError) as caught:

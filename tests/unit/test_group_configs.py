@@ -274,3 +274,17 @@ def test_a_failed_authentication_delay_not_below_the_idle_timeout_is_refused_at_
     with pytest.raises(ConfigError, match="connections.max.idle.ms: must be more than connection.failed.authentication.delay.ms"):
         check_together(Config({"connections.max.idle.ms": 1000, "connection.failed.authentication.delay.ms": 1000}))
     check_together(Config({"connections.max.idle.ms": -1}))  # never closed for idleness: nothing to order
+
+
+def test_consumer_group_configs_are_bounded_and_reach_the_coordinator():
+    from cluster.group_configs import coordinator_group_configs
+
+    assert apply(BROKER, {}, [AlterOp("consumer.session.timeout.ms", SET, "50000")]) == {"consumer.session.timeout.ms": "50000"}
+    refusal = apply(BROKER, {}, [AlterOp("consumer.session.timeout.ms", SET, "70000")])
+    assert isinstance(refusal, Refusal)
+    assert refusal.message == "consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms"
+    refusal = apply(BROKER, {}, [AlterOp("consumer.heartbeat.interval.ms", SET, "4000")])
+    assert refusal.message == "consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms"
+    own = coordinator_group_configs(BROKER, {"g": {"consumer.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "6000"}})
+    assert own["g"].consumer_session_timeout_ms == 50000 and own["g"].consumer_heartbeat_interval_ms == 6000
+    assert own["g"].share_session_timeout_ms is None

@@ -298,3 +298,30 @@ def test_churn_never_owns_a_partition_twice(assignor_name):
         owned.setdefault(mid, {})
         assert_owned_once(ctx)
         ctx.advance(100)
+
+
+def test_offset_delete_of_a_consumer_group_spares_the_topics_it_subscribes_to():
+    from coordinator.classic.offset_delete import OffsetDeleteRequest
+
+    ctx = ConsumerContext(topic("foo", 1), topic("bar", 1))
+    ctx.join("m1", ["foo"])
+    for name in ("foo", "bar"):
+        req = OffsetCommitRequest("g", 1, "m1", None, ((name, (CommitPartition(0, 5, -1, ""),)),), api_version=9)
+        assert ctx.run(ctx.shard.commit_offsets(req)).topics[0][1][0][1] == NONE
+    answer = ctx.run(ctx.shard.delete_offsets(OffsetDeleteRequest("g", (("foo", (0,)), ("bar", (0,))))))
+    assert answer.error_code == NONE
+    assert dict(answer.topics) == {"foo": ((0, ErrorCode.group_subscribed_to_topic),), "bar": ((0, NONE),)}
+    assert set(ctx.shard.offsets["g"]) == {("foo", 0)}
+
+
+def test_a_groups_own_session_timeout_and_heartbeat_interval_apply_from_its_next_heartbeat():
+    from coordinator.config import GroupConfig
+
+    ctx = ConsumerContext(topic("foo", 1))
+    assert ctx.join("m1", ["foo"]).heartbeat_interval_ms == 5000
+    ctx.shard.group_config_manager.update({"g": GroupConfig(consumer_session_timeout_ms=50_000, consumer_heartbeat_interval_ms=6_000)})
+    assert ctx.heartbeat("m1", 1).heartbeat_interval_ms == 6_000
+    ctx.advance(49_999)
+    assert "m1" in ctx.group().members
+    ctx.advance(1)
+    assert "m1" not in ctx.group().members
