@@ -95,7 +95,8 @@ def double_ownership(run: RunData) -> Verdict:
                 evidence.add(f"{topic}-{partition} of {group} given to {b.member} while {a.member} owned it "
                              f"(until {until})", a.start, b.start, a.end)
     if violations:
-        summary = f"{violations:,} overlapping ownerships of a partition by two members ({plural(len(groups), 'consumer group')})"
+        summary = (f"{violations:,} overlapping ownerships of a partition by two members "
+                   f"({plural(len(groups), 'consumer group')})")
     else:
         summary = (f"{plural(sum(len(s) for s in spans.values()), 'ownership')} of {plural(len(spans), 'partition')} "
                    f"in {plural(len(groups), 'consumer group')}, {plural(handovers, 'handover')}, none overlapping")

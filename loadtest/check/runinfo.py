@@ -86,8 +86,8 @@ def parse_info(raw: dict[str, Any]) -> RunInfo:
         share_churn_reach_us=_share_churn_reach(settings),
         offsets_partitions=int(settings.get("offsets.topic.num.partitions", 50)),
         consumer_groups={g: list(ts) for g, ts in (groups.get("consumer") or {}).items()},
-        consumer_session_timeout_us=int(settings.get("group.consumer.session.timeout.ms", CONSUMER_SESSION_TIMEOUT_MS)) * 1000,
-        consumer_churn_reach_us=2 * int(settings.get("group.consumer.heartbeat.interval.ms", CONSUMER_HEARTBEAT_MS)) * 1000,
+        consumer_session_timeout_us=_ms(settings, "group.consumer.session.timeout.ms", CONSUMER_SESSION_TIMEOUT_MS),
+        consumer_churn_reach_us=2 * _ms(settings, "group.consumer.heartbeat.interval.ms", CONSUMER_HEARTBEAT_MS),
         rebalance_timeout_us=_per_group(scenario, "rebalance_timeout_ms", REBALANCE_TIMEOUT_MS),
     )
 
@@ -103,6 +103,11 @@ def _churn_reach(scenario: dict[str, Any]) -> dict[str, int]:
         for name in _names(spec):
             out[name] = reach * 1000
     return out
+
+
+def _ms(settings: dict[str, Any], name: str, default_ms: int) -> int:
+    """A cluster setting in milliseconds, as microseconds."""
+    return int(settings.get(name, default_ms)) * 1000
 
 
 def _per_group(scenario: dict[str, Any], key: str, default_ms: int) -> dict[str, int]:

@@ -160,7 +160,8 @@ class ConsumerMember(ConsumedPartitions, Machine):
         self.send(now, ApiKey.CONSUMER_GROUP_HEARTBEAT, HEARTBEAT_VERSION, body, self.coordinator.broker,
                   CoordinatorLookup.LANE, lambda r, e, t, p: self._on_heartbeat(r, e, t, p, owned if carries else None))
 
-    def _on_heartbeat(self, response: Any, error: ErrorCode, now: Millis, pending: Pending, carried: Owned | None) -> None:
+    def _on_heartbeat(self, response: Any, error: ErrorCode, now: Millis, pending: Pending,
+                      carried: Owned | None) -> None:
         self._heartbeat_inflight = False
         if self.state not in _MEMBER:
             return

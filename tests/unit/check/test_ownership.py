@@ -39,7 +39,8 @@ def lose_late(builder, heartbeat_answered_at: float | None, revocation_asked_at:
               at: float = CHURN_AT + 0.05) -> None:
     """k01 does not give orders-1 up: it is fenced and loses it at `at`, its last answered
     heartbeat sent at `heartbeat_answered_at`, asked to revoke at `revocation_asked_at`."""
-    builder.remove(lambda r: r["kind"] == "assignment" and r["member"] == K1 and r["detail"]["reason"] in ("revoked", "lost"))
+    builder.remove(lambda r: r["kind"] == "assignment" and r["member"] == K1
+                   and r["detail"]["reason"] in ("revoked", "lost"))
     builder.owns(K1, 1, at, [], "lost", [1],
                  heartbeat_answered_sent_ms=None if heartbeat_answered_at is None else ms(heartbeat_answered_at),
                  revocation_asked_ms=None if revocation_asked_at is None else ms(revocation_asked_at))

@@ -139,7 +139,8 @@ def test_it_fetches_from_the_committed_offset_and_commits_with_its_member_epoch(
     assert fetch.to == LEADER and fetch.body["topics"][0]["partitions"][0]["fetch_offset"] == 5
     h.answer(fetch, responses=[{"topic": TOPIC, "partitions": [
         {"partition_index": 0, "error_code": ErrorCode.none, "high_watermark": 10, "records": batch(5, 5)}]}])
-    assert [(e["offset"], e["generation"], e["role"]) for e in h.kinds("delivery")] == [(o, 4, "consumer") for o in range(5, 10)]
+    assert [(e["offset"], e["generation"], e["role"]) for e in h.kinds("delivery")] == \
+        [(o, 4, "consumer") for o in range(5, 10)]
     h.advance(1_000)
     commit = h.take(ApiKey.OFFSET_COMMIT)
     assert commit.version == 9
@@ -230,7 +231,8 @@ def test_a_member_fenced_while_it_revokes_says_since_when_it_was_asked_to():
     assert (lost["reason"], lost["lost"]) == ("lost", {TOPIC: [0, 1]})
     assert (lost["revocation_asked_ms"], lost["heartbeat_answered_sent_ms"]) == (asked, answered - INTERVAL_MS)
     # The revocation's commit answers late: nothing comes of it.
-    h.answer(commit, topics=[{"name": TOPIC, "partitions": [{"partition_index": 0, "error_code": ErrorCode.fenced_member_epoch}]}])
+    h.answer(commit, topics=[{"name": TOPIC, "partitions": [
+        {"partition_index": 0, "error_code": ErrorCode.fenced_member_epoch}]}])
     assert [e["detail"]["reason"] for e in h.kinds("assignment")][-1] == "lost"
     assert h.m.state is ConsumerState.JOINING
 
