@@ -36,9 +36,13 @@ def run_demo(duration: float | None = None, out: Path | None = None, console: Co
     run_dir = Path(out) if out else Path(tempfile.mkdtemp(prefix="raygroups-demo-"))
     members = sum(g.count * g.members for g in scenario.groups) + sum(g.count * g.members for g in scenario.share_groups)
     console.rule("[bold]raygroups demo")
+    kinds = [f"{len(scenario.classic_groups())} classic"]
+    if scenario.consumer_groups():
+        kinds.append(f"{len(scenario.consumer_groups())} consumer-protocol")
+    kinds.append(f"{len(scenario.share_group_specs())} share")
     console.print(
-        f"{members} simulated Kafka clients in {len(scenario.classic_groups())} classic and "
-        f"{len(scenario.share_group_specs())} share groups, {sum(p.count for p in scenario.producers)} producers, "
+        f"{members} simulated Kafka clients in {', '.join(kinds[:-1])} and {kinds[-1]} groups, "
+        f"{sum(p.count for p in scenario.producers)} producers, "
         f"{len(scenario.faults)} faults over {scenario.duration_s:g} s; then the invariant check and the PySpark report.",
         highlight=False,
     )

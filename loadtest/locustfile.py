@@ -1,4 +1,5 @@
-"""locust load tests of Kafka group coordination: classic members, share consumers, producers.
+"""locust load tests of Kafka group coordination: classic and KIP-848 consumer-group members,
+share consumers, producers.
 
     locust -f loadtest/locustfile.py --host 127.0.0.1:9092 --headless -u 1000 -r 100 -t 5m --csv out
     locust -f loadtest/locustfile.py --host 127.0.0.1:9092                 # the web UI on :8089
@@ -13,11 +14,13 @@ lost, timed out). Retriable codes (NOT_COORDINATOR, NOT_LEADER_OR_FOLLOWER, ...)
 protocol's own signals (MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS, ...) are answers, not failures.
 
 Users: ClassicMemberUser (a classic consumer-group member: join, sync, heartbeat, fetch, commit),
-ShareConsumerUser (a KIP-932 share-group member acknowledging with an ACCEPT/RELEASE/REJECT mix)
-and ProducerUser (an idempotent producer at --produce-rate records/s). The knobs below are locust
-arguments (also in the web UI). Groups are filled in order by each worker process: with
---members-per-group 10, a worker's first ten classic users form group 0, the next ten group 1, ...
-up to --groups groups per worker (then round again); share consumers likewise over --share-groups.
+ConsumerMemberUser (a consumer-group member of the KIP-848 protocol, group.protocol=consumer:
+ConsumerGroupHeartbeat, reconcile, fetch, commit), ShareConsumerUser (a KIP-932 share-group member
+acknowledging with an ACCEPT/RELEASE/REJECT mix) and ProducerUser (an idempotent producer at
+--produce-rate records/s). The knobs below are locust arguments (also in the web UI). Groups are
+filled in order by each worker process: with --members-per-group 10, a worker's first ten classic
+users form group 0, the next ten group 1, ... up to --groups groups per worker (then round again);
+consumer-protocol members likewise over --consumer-groups, share consumers over --share-groups.
 Topics `<prefix>-0..` with --partitions partitions each are created at the start.
 """
 
@@ -36,6 +39,7 @@ from cluster.gateway.apis import ApiKey
 from loadtest.drivers.green import GeventDriver
 from loadtest.members.assignors import ASSIGNORS
 from loadtest.members.classic import ClassicConfig, ClassicMember
+from loadtest.members.consumer import ConsumerConfig, ConsumerMember
 from loadtest.members.errors import is_failure
 from loadtest.members.machine import Machine, parse_bootstrap
 from loadtest.members.producer import ProducerConfig, ProducerMember
@@ -54,6 +58,14 @@ def _arguments(parser) -> None:
     group.add_argument("--share-groups", type=int, default=2, help="share groups per worker process")
     group.add_argument("--share-members-per-group", type=int, default=10, help="share consumers per share group")
     group.add_argument("--share-ratio", type=float, default=0.2, help="share consumers among consumer users, 0..1")
+    group.add_argument("--consumer-groups", type=int, default=2,
+                       help="consumer groups of the KIP-848 protocol (group.protocol=consumer) per worker process")
+    group.add_argument("--consumer-members-per-group", type=int, default=10, help="members per KIP-848 consumer group")
+    group.add_argument("--consumer-ratio", type=float, default=0.0,
+                       help="KIP-848 consumer-protocol members among consumer users, 0..1 (with --share-ratio, "
+                            "the rest are classic members)")
+    group.add_argument("--server-assignor", default=None, choices=["uniform", "range"],
+                       help="KIP-848 groups' server-side assignor (default: the group's, uniform)")
     group.add_argument("--ack-mix", default="0.9,0.08,0.02", help="ACCEPT,RELEASE,REJECT weights of share consumers")
     group.add_argument("--processing-ms", type=float, default=0.0, help="time a consumer spends per fetched batch")
     group.add_argument("--topics", type=int, default=1, help="topics <prefix>-0.. the groups consume")
@@ -64,9 +76,10 @@ def _arguments(parser) -> None:
     group.add_argument("--heartbeat-interval-ms", type=int, default=3_000, help="classic members' heartbeat interval")
     group.add_argument("--session-timeout-ms", type=int, default=30_000, help="classic members' session timeout")
     group.add_argument("--commit-interval-ms", type=int, default=5_000,
-                       help="classic members' auto-commit interval (Kafka's auto.commit.interval.ms; 0: never)")
+                       help="classic and consumer-protocol members' auto-commit interval (Kafka's auto.commit.interval.ms; 0: never)")
     group.add_argument("--no-fetch", action="store_true", default=False,
-                       help="classic members only keep their membership (heartbeats, commits): the coordinator's load")
+                       help="classic and consumer-protocol members only keep their membership (heartbeats, commits): "
+                            "the coordinator's load")
     group.add_argument("--prefix", default="locust", help="names of topics and groups")
 
 
@@ -103,7 +116,9 @@ def _weights(environment, **_kwargs) -> None:
     if options is None:
         return
     ratio = min(max(options.share_ratio, 0.0), 1.0)
-    ClassicMemberUser.weight = round((1 - ratio) * 1000)
+    consumer = min(max(options.consumer_ratio, 0.0), 1.0 - ratio)
+    ClassicMemberUser.weight = round((1 - ratio - consumer) * 1000)
+    ConsumerMemberUser.weight = round(consumer * 1000)
     ShareConsumerUser.weight = round(ratio * 1000)
     ProducerUser.fixed_count = max(options.producers, 0)
 
@@ -171,6 +186,16 @@ class ClassicMemberUser(KafkaUser):
                                session_timeout_ms=o.session_timeout_ms, processing_ms=o.processing_ms,
                                commit_interval_ms=o.commit_interval_ms, fetch=not o.no_fetch)
         return ClassicMember(f"{group}/c{i:05d}", self.bootstrap, config)
+
+
+class ConsumerMemberUser(KafkaUser):
+    def make_member(self) -> Machine:
+        o = self.options
+        i = self.index("consumer")
+        group = f"{o.prefix}-{_worker()}-k{(i // max(o.consumer_members_per_group, 1)) % max(o.consumer_groups, 1)}"
+        config = ConsumerConfig(group, _topics(o), server_assignor=o.server_assignor, processing_ms=o.processing_ms,
+                                commit_interval_ms=o.commit_interval_ms, fetch=not o.no_fetch)
+        return ConsumerMember(f"{group}/k{i:05d}", self.bootstrap, config)
 
 
 class ShareConsumerUser(KafkaUser):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import uuid
 from typing import Any
 
@@ -57,6 +58,7 @@ class Responder:
             ApiKey.SYNC_GROUP: self.sync_group,
             ApiKey.HEARTBEAT: lambda r: build_response(ApiKey.HEARTBEAT, r.api_version, {"error_code": ErrorCode.none}),
             ApiKey.LEAVE_GROUP: lambda r: build_response(ApiKey.LEAVE_GROUP, r.api_version, {"error_code": ErrorCode.none}),
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: self.consumer_group_heartbeat,
             ApiKey.OFFSET_COMMIT: self.offset_commit,
             ApiKey.OFFSET_FETCH: self.offset_fetch,
             ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
@@ -78,7 +80,9 @@ class Responder:
         }
 
     def metadata(self, request: Request) -> Any:
-        names = sorted(self.topics) if request.body.topics is None else [t.name for t in request.body.topics]
+        by_id = {v: k for k, v in self.topics.items()}
+        names = sorted(self.topics) if request.body.topics is None else \
+            [t.name if t.name else by_id.get(getattr(t, "topic_id", None)) for t in request.body.topics]
         return build_response(
             ApiKey.METADATA,
             request.api_version,
@@ -117,6 +121,25 @@ class Responder:
             "error_code": ErrorCode.none, "protocol_type": b.protocol_type, "protocol_name": b.protocol_name,
             "assignment": mine,
         })
+
+    def consumer_group_heartbeat(self, request: Request) -> Any:
+        """KIP-848 the same way: a join (epoch 0) makes the member the sole member at epoch 1, owning
+        every partition of the topics it names or its regex matches; later heartbeats keep it there
+        (no assignment: nothing changed); a leave (-1, -2) is answered with its epoch."""
+        b = request.body
+        if b.member_epoch < 0:
+            return build_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, request.api_version, {
+                "error_code": ErrorCode.none, "member_id": b.member_id, "member_epoch": b.member_epoch,
+                "heartbeat_interval": 5_000})
+        assignment = None
+        if b.member_epoch == 0:
+            regex = getattr(b, "subscribed_topic_regex", None)
+            names = [t for t in self.topics if regex and re.fullmatch(regex, t)] if regex else b.subscribed_topic_names or ()
+            assignment = {"topic_partitions": [{"topic_id": self.topic_id(t), "partitions": list(range(self.partitions))}
+                                               for t in sorted(names)]}
+        return build_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, request.api_version, {
+            "error_code": ErrorCode.none, "member_id": b.member_id, "member_epoch": 1, "heartbeat_interval": 5_000,
+            "assignment": assignment})
 
     def init_producer_id(self, request: Request) -> Any:
         self.next_producer_id += 1

@@ -7,7 +7,7 @@ invariant is one function:
 | verdict | function |
 |---|---|
 | lost-write, incomplete-read | writes.lost_write, writes.incomplete_read |
-| duplicate (classic) | classic.duplicate |
+| duplicate (classic and consumer groups) | classic.duplicate |
 | duplicate-share (share) | share_duplicate.duplicate_share |
 | nonmonotonic-commit | commits.nonmonotonic_commit |
 | double-acquisition | acquisition.double_acquisition |
@@ -15,8 +15,10 @@ invariant is one function:
 | unfinished-share-record | unfinished.unfinished_share_record |
 | unstable-group | groups.unstable_group |
 | failover-rebalance | failover.failover_rebalance |
+| double-ownership (consumer groups) | ownership.double_ownership |
 
-The two duplicate invariants are two verdicts, `duplicate` (classic) and `duplicate-share`:
+The two duplicate invariants are two verdicts, `duplicate` (classic, and consumer-protocol
+groups, which read and commit by offset the same way) and `duplicate-share`:
 what explains a repeat differs (a rebalance before the commit; an acknowledgement that did not
 succeed), and so does the evidence, and a reader of `verdicts.json` sees at once which kind of
 group re-read a record. `duplicate` keeps Jepsen's name for the classic case.
@@ -33,6 +35,7 @@ from loadtest.check.commits import nonmonotonic_commit
 from loadtest.check.delivery_count import delivery_count_exceeded
 from loadtest.check.failover import failover_rebalance
 from loadtest.check.groups import unstable_group
+from loadtest.check.ownership import double_ownership
 from loadtest.check.render import render
 from loadtest.check.result import CheckResult
 from loadtest.check.rundata import RunData, load_run
@@ -52,6 +55,7 @@ INVARIANTS: tuple[Callable[[RunData], Verdict], ...] = (
     unstable_group,
     failover_rebalance,
     incomplete_read,
+    double_ownership,
 )
 
 

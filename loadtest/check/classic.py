@@ -1,5 +1,9 @@
 """duplicate (classic): a record a classic group received twice that no rebalance explains.
 
+A consumer-protocol (KIP-848) group is judged the same way: its members read and commit by offset
+as classic members do, and a partition changes hands when the coordinator reconciles it (its
+member epoch is the rows' generation).
+
 A classic consumer reads a partition from the position it fetched (OffsetFetch) when it was
 assigned it. Reading a record again is at-least-once delivery working as designed only when a
 rebalance moved the partition before its previous owner's commit covered the record: the
@@ -17,20 +21,25 @@ from collections import defaultdict
 from itertools import pairwise
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from loadtest.check.history import Commits, Positions, asked_at, member_positions, successful_commits
 from loadtest.check.rundata import RunData
-from loadtest.check.tables import GROUP_RECORD_KEY, repeated, role_filter
+from loadtest.check.tables import GROUP_RECORD_KEY, repeated
 from loadtest.check.verdict import Evidence, Verdict, judged, not_applicable, plural
 
 NAME = "duplicate"
-TITLE = "no classic record delivered twice unless a rebalance came before its commit"
+TITLE = "no record of a classic or consumer group delivered twice unless a rebalance came before its commit"
+ROLES = ("classic", "consumer")  # the members that read by offset
 Row = dict[str, Any]
 
 
 def duplicate(run: RunData) -> Verdict:
-    deliveries = role_filter(run.table("delivery"), "classic")
+    table = run.table("delivery")
+    deliveries = table.filter(pc.is_in(table["role"], pa.array(ROLES, pa.string())))
     if deliveries.num_rows == 0:
-        return not_applicable(NAME, TITLE, "no classic group received records")
+        return not_applicable(NAME, TITLE, "no classic or consumer group received records")
     by_record: dict[tuple, list[Row]] = defaultdict(list)
     for row in repeated(deliveries, GROUP_RECORD_KEY).to_pylist():  # by time
         by_record[(row["group"], row["topic"], row["partition"], row["offset"])].append(row)
@@ -48,12 +57,12 @@ def duplicate(run: RunData) -> Verdict:
                 evidence.add(why, first, second, *shown)
     if violations:
         summary = (f"{violations:,} of {plural(repeats, 'repeated delivery', 'repeated deliveries')} not explained "
-                   f"by a rebalance before a commit ({deliveries.num_rows:,} classic deliveries)")
+                   f"by a rebalance before a commit ({deliveries.num_rows:,} classic and consumer deliveries)")
     elif repeats:
-        summary = (f"{deliveries.num_rows:,} classic deliveries, {plural(repeats, 'repeat')}, each after a "
+        summary = (f"{deliveries.num_rows:,} classic and consumer deliveries, {plural(repeats, 'repeat')}, each after a "
                    f"rebalance that came before its commit")
     else:
-        summary = f"{deliveries.num_rows:,} classic deliveries, no record delivered twice"
+        summary = f"{deliveries.num_rows:,} classic and consumer deliveries, no record delivered twice"
     return judged(NAME, TITLE, deliveries.num_rows, violations, evidence, summary)
 
 

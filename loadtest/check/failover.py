@@ -2,19 +2,20 @@
 
 A failover must be invisible to a healthy group: the new coordinator replays the group and
 restarts every member's session, so members that keep heartbeating keep their generation (classic)
-or epoch (share). The same holds for every other move of a `__consumer_offsets` partition: a
+or epoch (share and consumer-protocol groups). The same holds for every other move of a `__consumer_offsets` partition: a
 controller balance move, a node that joins or leaves, an operator's move. For each such move the
 cluster recorded (leadership.parquet; every cause but a first placement, and a restarted
 cluster's placement too), within [its start, its new leader loaded + checks.stable_within_s] no
 classic member of a group on that partition may start a rebalance because the coordinator said
-ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID or REBALANCE_IN_PROGRESS, and no share member may be fenced,
-unless churn explains it. (A run without recorded changes is judged by the faults whose
+ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID or REBALANCE_IN_PROGRESS, and no share or consumer-protocol
+member may be fenced, unless churn explains it. (A run without recorded changes is judged by the faults whose
 `detail.groups` name groups, within [fault, fault end + checks.stable_within_s].)
 
 Churn explains a rebalance when a `member_start` or `member_stop` of the group came before it by
 at most the group's session timeout plus heartbeat interval (a member that stops without leaving
 is expired after its session timeout; the others hear of it at their next heartbeat); in a share
-group, by at most two heartbeat intervals (members are not fenced because others come or go).
+or consumer-protocol group, by at most two heartbeat intervals (members are not fenced because
+others come or go).
 docs/experiments.md says churn "in the same window"; judging each rebalance by the churn that can
 have caused it keeps the check sharp for groups that churn all the time (one churn every 30 s
 would otherwise excuse every window of 30 s or more).

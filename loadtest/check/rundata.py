@@ -38,6 +38,7 @@ KIND_COLUMNS: dict[str, tuple[str, ...]] = {
     "position": ("member", "group", "generation", "topic", "partition", "offset", "request_time", "detail"),
     "rebalance_start": ("member", "member_id", "group", "generation", "detail"),
     "rebalance_end": ("member", "member_id", "group", "generation", "detail"),
+    "assignment": ("role", "member", "member_id", "group", "generation", "detail"),
     "fenced": ("member", "member_id", "group", "generation", "error"),
     "produce": ("member", "topic", "partition", "offset", "key", "request_time"),
     "member_start": ("role", "member", "group"),

@@ -11,9 +11,11 @@ from loadtest.experiment.rundir import RunDirError
 
 DEFAULT_DELIVERY_COUNT_LIMIT = 5  # Kafka's group.share.delivery.count.limit default
 DEFAULT_STABLE_WITHIN_S = 30.0  # the scenario's checks.stable_within_s default
-# Classic groups' defaults are the scenario's (GroupSpec), share groups' the cluster's settings'.
+# Classic groups' defaults are the scenario's (GroupSpec), share and consumer groups' the cluster's settings'.
 CLASSIC_SESSION_TIMEOUT_MS, CLASSIC_HEARTBEAT_MS = 10_000, 3_000
+REBALANCE_TIMEOUT_MS = 30_000  # the scenario's GroupSpec default
 SHARE_HEARTBEAT_MS = 5_000
+CONSUMER_SESSION_TIMEOUT_MS, CONSUMER_HEARTBEAT_MS = 45_000, 5_000  # group.consumer.* (KIP-848)
 
 
 @dataclass(slots=True)
@@ -30,15 +32,28 @@ class RunInfo:
     churn_reach_us: dict[str, int] = field(default_factory=dict)
     share_churn_reach_us: int = 2 * SHARE_HEARTBEAT_MS * 1000
     offsets_partitions: int = 50  # offsets.topic.num.partitions: where each group's coordinator is
+    # Groups of KIP-848's consumer protocol (run.json's groups.consumer; none in older runs), and
+    # the timeouts after which their coordinator removes a member: its session timeout (the
+    # cluster's group.consumer.session.timeout.ms) and, while it is asked to revoke, its rebalance
+    # timeout (the scenario's, per group).
+    consumer_groups: dict[str, list[str]] = field(default_factory=dict)
+    consumer_session_timeout_us: int = CONSUMER_SESSION_TIMEOUT_MS * 1000
+    consumer_churn_reach_us: int = 2 * CONSUMER_HEARTBEAT_MS * 1000
+    rebalance_timeout_us: dict[str, int] = field(default_factory=dict)
 
     @property
     def groups(self) -> dict[str, list[str]]:
-        return {**self.classic_groups, **self.share_groups}
+        return {**self.classic_groups, **self.consumer_groups, **self.share_groups}
 
     def churn_reach(self, group: str) -> int:
         if group in self.share_groups:
             return self.share_churn_reach_us
+        if group in self.consumer_groups:
+            return self.consumer_churn_reach_us
         return self.churn_reach_us.get(group, (CLASSIC_SESSION_TIMEOUT_MS + CLASSIC_HEARTBEAT_MS) * 1000)
+
+    def rebalance_timeout(self, group: str) -> int:
+        return self.rebalance_timeout_us.get(group, REBALANCE_TIMEOUT_MS * 1000)
 
 
 def load_info(run_dir: Path) -> RunInfo:
@@ -70,6 +85,10 @@ def parse_info(raw: dict[str, Any]) -> RunInfo:
         churn_reach_us=_churn_reach(scenario),
         share_churn_reach_us=_share_churn_reach(settings),
         offsets_partitions=int(settings.get("offsets.topic.num.partitions", 50)),
+        consumer_groups={g: list(ts) for g, ts in (groups.get("consumer") or {}).items()},
+        consumer_session_timeout_us=_ms(settings, "group.consumer.session.timeout.ms", CONSUMER_SESSION_TIMEOUT_MS),
+        consumer_churn_reach_us=2 * _ms(settings, "group.consumer.heartbeat.interval.ms", CONSUMER_HEARTBEAT_MS),
+        rebalance_timeout_us=_per_group(scenario, "rebalance_timeout_ms", REBALANCE_TIMEOUT_MS),
     )
 
 
@@ -79,13 +98,26 @@ def _churn_reach(scenario: dict[str, Any]) -> dict[str, int]:
     Groups expand as the scenario names them (name-0, name-1, ... when count > 1)."""
     out = {}
     for spec in scenario.get("groups") or []:
-        count = int(spec.get("count", 1))
-        names = [spec["name"]] if count == 1 else [f"{spec['name']}-{i}" for i in range(count)]
         reach = (int(spec.get("session_timeout_ms", CLASSIC_SESSION_TIMEOUT_MS))
                  + int(spec.get("heartbeat_interval_ms", CLASSIC_HEARTBEAT_MS)))
-        for name in names:
+        for name in _names(spec):
             out[name] = reach * 1000
     return out
+
+
+def _ms(settings: dict[str, Any], name: str, default_ms: int) -> int:
+    """A cluster setting in milliseconds, as microseconds."""
+    return int(settings.get(name, default_ms)) * 1000
+
+
+def _per_group(scenario: dict[str, Any], key: str, default_ms: int) -> dict[str, int]:
+    """Group -> a [[groups]] setting in microseconds."""
+    return {name: int(spec.get(key, default_ms)) * 1000 for spec in scenario.get("groups") or [] for name in _names(spec)}
+
+
+def _names(spec: dict[str, Any]) -> list[str]:
+    count = int(spec.get("count", 1))
+    return [spec["name"]] if count == 1 else [f"{spec['name']}-{i}" for i in range(count)]
 
 
 def _share_churn_reach(settings: dict[str, Any]) -> int:

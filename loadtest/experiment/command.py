@@ -100,8 +100,11 @@ def print_summary(outcome: RunOutcome, console: Console) -> None:
     table.add_column(style="dim")
     table.add_column()
     if stats is not None:
+        consumer = stats.counts["delivery:consumer"]
         table.add_row("records", f"produced {stats.counts['produce']:,}; delivered to classic members "
-                      f"{stats.counts['delivery:classic']:,}, to share members {stats.counts['delivery:share']:,}")
+                      f"{stats.counts['delivery:classic']:,}, "
+                      + (f"to consumer-protocol members {consumer:,}, " if consumer else "")
+                      + f"to share members {stats.counts['delivery:share']:,}")
         total = sum(stats.responses.values())
         retriable = sum(stats.retriable.values())
         transport = sum(stats.transport.values())
@@ -110,7 +113,7 @@ def print_summary(outcome: RunOutcome, console: Console) -> None:
                       f"their connection or timed out, {failures:,} failed"
                       + (f" ({', '.join(f'{k} {v}' for k, v in stats.failures.most_common(3))})" if failures else ""))
         table.add_row("rebalances", f"{stats.counts['rebalance_end']:,} member rebalances ended; "
-                      f"{stats.counts['fenced']:,} share members fenced")
+                      f"{stats.counts['fenced']:,} share or consumer-protocol members fenced")
     for f in outcome.faults:
         recovered = outcome.recovered_ms.get(f.fault_id)
         groups = f" ({len(f.groups)} group(s) moved)" if f.groups else ""

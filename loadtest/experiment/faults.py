@@ -162,7 +162,7 @@ class FaultInjector:
         moved_set = set(moved)
         offsets_n = self._num("offsets.topic.num.partitions", 50)
         state_n = self._num("share.coordinator.state.topic.num.partitions", 50)
-        groups = [*self.scenario.classic_groups(), *self.scenario.share_group_specs()]
+        groups = list(self.scenario.all_groups())
         waits = injected.waits_for
         for g in groups:
             if (tp := (CONSUMER_OFFSETS, group_partition(g, offsets_n))) in moved_set:

@@ -72,7 +72,9 @@ def render(stats: LiveStats, phase: str, elapsed: float, duration: float, member
     table.add_row("records",
                   f"produced {stats.counts['produce']:,} ({stats.rate('produce'):,.0f}/s)   "
                   f"delivered classic {stats.counts['delivery:classic']:,} ({stats.rate('delivery:classic'):,.0f}/s)   "
-                  f"share {stats.counts['delivery:share']:,} ({stats.rate('delivery:share'):,.0f}/s)")
+                  + (f"consumer {stats.counts['delivery:consumer']:,} ({stats.rate('delivery:consumer'):,.0f}/s)   "
+                     if stats.counts["delivery:consumer"] else "")
+                  + f"share {stats.counts['delivery:share']:,} ({stats.rate('delivery:share'):,.0f}/s)")
     busiest = sorted(stats.responses.items(), key=lambda kv: -kv[1])[:6]
     apis = "   ".join(f"{api} {n:,}" + (f" p99 {p:.0f} ms" if (p := stats.p99(api)) is not None else "")
                        for api, n in busiest)

@@ -1,9 +1,11 @@
 """The experiment's monitor: how the groups look from outside, about once a second.
 
-One DescribeGroups for every classic group and one ShareGroupDescribe for every share group per
-round (any gateway routes them to the coordinators), each answer a `group_state` row. At the
-end, `progress` reads where each group has got to: committed offsets (OffsetFetch) for classic
-groups, the durable start offsets (DescribeShareGroupOffsets) for share groups.
+One DescribeGroups for every classic group, one ConsumerGroupDescribe for every group of the
+KIP-848 consumer protocol (DescribeGroups answers GROUP_ID_NOT_FOUND for those, as Kafka's does)
+and one ShareGroupDescribe for every share group per round (any gateway routes them to the
+coordinators), each answer a `group_state` row. At the end, `progress` reads where each group has
+got to: committed offsets (OffsetFetch) for classic and consumer groups, the durable start offsets
+(DescribeShareGroupOffsets) for share groups.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ TP = tuple[str, int]
 
 class Monitor:
     def __init__(self, driver: AsyncioDriver, brokers: list[Broker], classic: list[str], share: list[str],
-                 emit: Any, interval_s: float = 0.5) -> None:
+                 emit: Any, interval_s: float = 0.5, consumer: list[str] = ()) -> None:
         self.driver = driver
         self.brokers = brokers
         self.classic = classic
+        self.consumer = list(consumer)
         self.share = share
         self.emit = emit
         self.interval_s = interval_s
@@ -46,6 +49,9 @@ class Monitor:
         if self.classic:
             calls.append(self._describe(ApiKey.DESCRIBE_GROUPS, 5, {"groups": self.classic,
                                         "include_authorized_operations": False}, "classic"))
+        if self.consumer:
+            calls.append(self._describe(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": self.consumer,
+                                        "include_authorized_operations": False}, "consumer"))
         if self.share:
             calls.append(self._describe(ApiKey.SHARE_GROUP_DESCRIBE, 1, {"group_ids": self.share,
                                         "include_authorized_operations": False}, "share"))
@@ -66,7 +72,7 @@ class Monitor:
                    "error": error_name(g.error_code), "detail": {"members": len(g.members)}}
             if g.error_code == ErrorCode.none:
                 row["state"] = g.group_state
-                if role == "share":
+                if role != "classic":
                     row["generation"] = g.group_epoch
                 self.latest[g.group_id] = g.group_state
             self.emit(row)

@@ -3,11 +3,11 @@
 Phases (each a `phase` row):
 - start: the cluster (`raygroups up` as a child process, unless `--bootstrap` names a running
   one), the topics, the monitor;
-- load: members and producers start spread over `ramp_s`, classic groups churn if asked, faults
+- load: members and producers start spread over `ramp_s`, classic and consumer groups churn if asked, faults
   fire at their `at_s`, for `duration_s`;
 - drain: producers stop and flush, the end offsets are read, and the run waits (up to
-  `checks.drain_timeout_s`) until every group has read to the end (classic: committed offsets,
-  share: durable start offsets), each group's progress a `drained` row;
+  `checks.drain_timeout_s`) until every group has read to the end (classic and consumer groups:
+  committed offsets, share: durable start offsets), each group's progress a `drained` row;
 - end: members leave, the cluster stops, its coordinator records are decoded, `run.json` is
   written and the invariant checker gives its verdicts.
 A cluster that dies mid-run (not by a scheduled restart) ends the load early; everything seen so
@@ -45,18 +45,24 @@ from loadtest.experiment.scenario import GroupSpec, Scenario
 from loadtest.members.machine import Broker, Machine, parse_bootstrap
 
 # An experiment's cluster, unless the scenario says otherwise: groups settle fast, share groups
-# read from the beginning and hear of their assignments within a second.
+# read from the beginning, and share and consumer-protocol members hear of their assignments
+# within a second.
 DEFAULT_SETTINGS: dict[str, Any] = {
     "group.initial.rebalance.delay.ms": 1_000,
     "share.auto.offset.reset": "earliest",
     "group.share.heartbeat.interval.ms": 1_000,
     "group.share.record.lock.duration.ms": 15_000,
+    "group.consumer.heartbeat.interval.ms": 1_000,
 }
+# Written to run.json with the cluster's defaults where the scenario leaves them: the checker
+# judges by them (loadtest/check/runinfo.py).
 CHECKED_SETTINGS = {
     "group.share.delivery.count.limit": 5,
     "group.share.record.lock.duration.ms": 30_000,
     "offsets.topic.num.partitions": 50,
     "share.coordinator.state.topic.num.partitions": 50,
+    "group.consumer.session.timeout.ms": 45_000,
+    "group.consumer.heartbeat.interval.ms": 5_000,
 }
 
 
@@ -136,7 +142,8 @@ class Experiment:
             info["topics"] = topics
             rundir.write_run_info(self.run_dir, info)
             population = Population(self.scenario, brokers)
-            monitor = Monitor(driver, brokers, list(population.classic), list(population.share), self.emit)
+            monitor = Monitor(driver, brokers, list(population.classic), list(population.share), self.emit,
+                              consumer=list(population.consumer))
             stop_monitor = asyncio.Event()
             monitor_task = asyncio.create_task(monitor.run(stop_monitor))
             self.leadership = LeadershipRecorder(Admin(bootstrap).call, self.recovery.leadership_changed, started)
@@ -183,6 +190,7 @@ class Experiment:
             "topics": topics,
             "groups": {
                 "classic": {g: list(s.topics) for g, s in self.scenario.classic_groups().items()},
+                "consumer": {g: list(s.topics) for g, s in self.scenario.consumer_groups().items()},
                 "share": {g: list(s.topics) for g, s in self.scenario.share_group_specs().items()},
             },
             "started": iso(started),
@@ -238,8 +246,9 @@ class Experiment:
         tasks = [asyncio.create_task(self._ramp(driver, order))]
         injector = FaultInjector(self.scenario, Admin(bootstrap), self.scenario.seed)
         tasks += [asyncio.create_task(self._fault(injector, i, load_started)) for i in range(len(self.scenario.faults))]
+        churning = {**self.scenario.classic_groups(), **self.scenario.consumer_groups()}
         tasks += [asyncio.create_task(self._churn(driver, population, g, spec, rng))
-                  for g, spec in self.scenario.classic_groups().items() if spec.churn_every_s > 0]
+                  for g, spec in churning.items() if spec.churn_every_s > 0]
         status = "complete"
         with Live(console=self.console, refresh_per_second=4, transient=False) as live:
             while True:
@@ -275,13 +284,13 @@ class Experiment:
                      rng: random.Random) -> None:
         await asyncio.sleep(self.scenario.ramp_s + spec.churn_every_s)
         while True:
-            members = population.classic[group]
+            members = population.members_of(group)
             victim = rng.choice(members)
-            self.emit({"time": wall_ms(), "kind": "member_stop", "role": "classic", "member": victim.name, "group": group})
+            self.emit({"time": wall_ms(), "kind": "member_stop", "role": victim.role, "member": victim.name, "group": group})
             asyncio.create_task(driver.stop(victim))
-            fresh = population.new_classic(group, spec)
+            fresh = population.new_member(group)
             members[members.index(victim)] = fresh
-            self.emit({"time": wall_ms(), "kind": "member_start", "role": "classic", "member": fresh.name, "group": group})
+            self.emit({"time": wall_ms(), "kind": "member_start", "role": fresh.role, "member": fresh.name, "group": group})
             driver.start(fresh)
             await asyncio.sleep(spec.churn_every_s)
 
@@ -341,12 +350,13 @@ class Experiment:
             for (t, p), offset in sorted(ends.items()):
                 self.emit({"time": now, "kind": "end_offset", "role": "runner", "topic": t, "partition": p, "offset": offset})
             pending = {("classic", g): s.topics for g, s in self.scenario.classic_groups().items()}
+            pending.update({("consumer", g): s.topics for g, s in self.scenario.consumer_groups().items()})
             pending.update({("share", g): s.topics for g, s in self.scenario.share_group_specs().items()})
             progress: dict[tuple[str, str], dict[tuple[str, int], int]] = {}
             while pending and time.monotonic() < deadline:
                 for (role, group), topics in list(pending.items()):
                     wanted = {t: partitions[t] for t in topics}
-                    seen = await (monitor.committed(group, wanted) if role == "classic" else monitor.share_start_offsets(group, wanted))
+                    seen = await (monitor.share_start_offsets(group, wanted) if role == "share" else monitor.committed(group, wanted))
                     if seen is None:
                         continue
                     progress[(role, group)] = seen

@@ -8,6 +8,7 @@ one line naming the field, as `ScenarioError`.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from collections.abc import Callable
@@ -18,6 +19,8 @@ import msgspec
 from loadtest.experiment.fault_kinds import KINDS, FaultKind
 
 Assignor = Literal["range", "roundrobin", "cooperative-sticky"]
+Protocol = Literal["classic", "consumer"]  # Kafka's group.protocol
+ServerAssignor = Literal["uniform", "range"]  # group.consumer.assignors
 Action = Literal["kill", "pause", "move", "restart-cluster", "kill-node"]
 ActorKindName = Literal["group-coordinator", "share-coordinator", "partition-leader", "gateway"]
 SettingValue = str | int | float | bool
@@ -47,16 +50,23 @@ class TopicSpec(_Strict):
 
 
 class GroupSpec(_Strict):
-    """Classic consumer groups: `count` groups named `name-0..` (or `name` when count is 1)."""
+    """Consumer groups: `count` groups named `name-0..` (or `name` when count is 1), of the classic
+    protocol (JoinGroup/SyncGroup, the leader assigns) or of KIP-848's consumer protocol
+    (ConsumerGroupHeartbeat, the coordinator assigns), as Kafka's group.protocol says."""
 
     name: str
-    topics: list[str]
+    topics: list[str]  # what the group reads (a regex subscription must match exactly these)
     count: int = 1
     members: int = 3
-    assignor: Assignor = "range"
+    protocol: Protocol = "classic"
+    assignor: Assignor = "range"  # classic: the leader's assignor
+    server_assignor: ServerAssignor | None = None  # consumer: the coordinator's (None: the group's default)
+    topic_regex: str | None = None  # consumer: subscribe by this RE2 regular expression instead of by names
+    # Classic only: a consumer group's are the coordinator's (group.consumer.session.timeout.ms and
+    # group.consumer.heartbeat.interval.ms in [cluster.config]).
     session_timeout_ms: int = 10_000
-    rebalance_timeout_ms: int = 30_000
     heartbeat_interval_ms: int = 3_000
+    rebalance_timeout_ms: int = 30_000
     commit_interval_ms: int = 5_000  # Kafka's auto.commit.interval.ms
     processing_ms: float = 0.0  # per fetched batch, before the next fetch
     fetch_max_wait_ms: int = 500
@@ -152,7 +162,16 @@ class Scenario(_Strict):
     # -- derived ----------------------------------------------------------------------------------
 
     def classic_groups(self) -> dict[str, GroupSpec]:
-        return {name: spec for spec in self.groups for name in expand(spec.name, spec.count)}
+        return {name: spec for spec in self.groups if spec.protocol == "classic"
+                for name in expand(spec.name, spec.count)}
+
+    def consumer_groups(self) -> dict[str, GroupSpec]:
+        """The groups of KIP-848's consumer protocol."""
+        return {name: spec for spec in self.groups if spec.protocol == "consumer"
+                for name in expand(spec.name, spec.count)}
+
+    def all_groups(self) -> dict[str, GroupSpec | ShareGroupSpec]:
+        return {**self.classic_groups(), **self.consumer_groups(), **self.share_group_specs()}
 
     def share_group_specs(self) -> dict[str, ShareGroupSpec]:
         return {name: spec for spec in self.share_groups for name in expand(spec.name, spec.count)}
@@ -239,6 +258,9 @@ def validate(s: Scenario, external_cluster: bool = False) -> str | None:
     for i, g in enumerate(s.groups):
         if g.heartbeat_interval_ms <= 0 or g.session_timeout_ms <= g.heartbeat_interval_ms:
             return f"groups[{i}]: heartbeat_interval_ms must be above 0 and below session_timeout_ms"
+        problem = _validate_protocol(g, topics)
+        if problem:
+            return f"groups[{i}].{problem}"
     for i, g in enumerate(s.share_groups):
         if min(g.accept, g.release, g.reject) < 0 or g.accept + g.release + g.reject <= 0:
             return f"share_groups[{i}]: accept, release and reject are weights: at least 0, not all 0"
@@ -288,7 +310,7 @@ def _validate_fault(s: Scenario, f: FaultSpec, external_cluster: bool) -> str | 
             return f"node: a non-head node index 1..{s.cluster.nodes - 1} (node 0 is the head)"
     elif f.node is not None:
         return f"node: only {_actions(lambda k: k.target == 'node')} takes a node"
-    groups = {**s.classic_groups(), **s.share_group_specs()}
+    groups = s.all_groups()
     if f.coordinator_of is not None and f.coordinator_of not in groups:
         return f"coordinator_of: no group named {f.coordinator_of!r} ({_names(groups)})"
     if f.share_coordinator_of is not None:
@@ -308,6 +330,32 @@ def _validate_fault(s: Scenario, f: FaultSpec, external_cluster: bool) -> str | 
             return f"leader_of.partition: {t.topic!r} has partitions 0..{s.partitions()[t.topic] - 1}"
     if f.gateway is not None and not 0 <= f.gateway < s.cluster.gateways:
         return f"gateway: the cluster has gateways 0..{s.cluster.gateways - 1}"
+    return None
+
+
+def _validate_protocol(g: GroupSpec, topics: dict[str, int]) -> str | None:
+    """What only one of the two protocols has, set on a group of the other."""
+    defaults = GroupSpec(name=g.name, topics=g.topics)
+    if g.protocol == "classic":
+        for name in ("server_assignor", "topic_regex"):
+            if getattr(g, name) is not None:
+                return f"{name}: only a group of protocol = \"consumer\" has one"
+        return None
+    if g.assignor != defaults.assignor:
+        return "assignor: a classic group's (the leader's); a consumer group's is server_assignor"
+    for name, setting in (("session_timeout_ms", "group.consumer.session.timeout.ms"),
+                          ("heartbeat_interval_ms", "group.consumer.heartbeat.interval.ms")):
+        if getattr(g, name) != getattr(defaults, name):
+            return f"{name}: a consumer group's is the coordinator's {setting} (in [cluster.config])"
+    if g.topic_regex is not None:
+        # Python's re stands in for RE2 here: the two agree on the patterns a scenario names topics with.
+        try:
+            pattern = re.compile(g.topic_regex)
+        except re.error as exc:
+            return f"topic_regex: not a regular expression ({exc})"
+        matched = sorted(t for t in topics if pattern.fullmatch(t))
+        if matched != sorted(g.topics):
+            return f"topic_regex: matches {matched} of the scenario's topics, not the group's topics {sorted(g.topics)}"
     return None
 
 

@@ -279,22 +279,34 @@ class ClassicMember(ConsumedPartitions, Machine):
 
         self._commit(now, then=drop, only=tps)
 
-    def _drop(self, tps: set[TP]) -> None:
-        for tp in tps:
-            self.positions.pop(tp, None)
-            self._epoch.pop(tp, None)
-            self._resolving.discard(tp)
-            self._revoking.discard(tp)
-        remaining: dict[str, list[int]] = {}
-        for t, ps in self.assignment.items():
-            keep = [p for p in ps if (t, p) not in tps]
-            if keep:
-                remaining[t] = keep
-        self.assignment = remaining
+    # -- what ConsumedPartitions asks (classic_positions.py) --------------------------------------------------
 
-    def _lose_all(self, now: Millis) -> None:
-        """Partitions lost without a commit (the generation is gone; a commit would be refused)."""
-        self._drop({(t, p) for t, ps in self.assignment.items() for p in ps})
+    def _reading(self) -> bool:
+        return self.state is not _S.LEAVING and self.state is not _S.STOPPED
+
+    def _may_fetch(self) -> bool:
+        return self.state not in (_S.LEAVING, _S.STOPPED, _S.REVOKING)
+
+    def _may_auto_commit(self) -> bool:
+        return self.state is _S.STABLE
+
+    def _offset_fetch_request(self, topics: dict[str, list[int]]) -> tuple[int, dict[str, Any]]:
+        return 7, {"group_id": self.config.group_id, "require_stable": True,
+                   "topics": [{"name": t, "partition_indexes": ps} for t, ps in sorted(topics.items())]}
+
+    def _offset_fetch_topics(self, response: Any) -> Any:
+        return response.topics if response.error_code == ErrorCode.none else None
+
+    def _commit_refused(self, now: Millis, errors: set[ErrorCode], offsets: dict[TP, int], generation: int,
+                        then: Any) -> bool:
+        return False  # a refused commit is given up: its records are read again after the rebalance
+
+    def _commit_failed(self, now: Millis, errors: set[ErrorCode], generation: int) -> None:
+        if self.state is _S.STABLE and generation == self.generation:
+            if ErrorCode.rebalance_in_progress in errors:
+                self._rebalance(now, ErrorCode.rebalance_in_progress)
+            elif errors & {ErrorCode.illegal_generation, ErrorCode.unknown_member_id}:
+                self._rebalance(now, next(iter(errors & {ErrorCode.illegal_generation, ErrorCode.unknown_member_id})))
 
     # -- heartbeats ------------------------------------------------------------------------------------------
 

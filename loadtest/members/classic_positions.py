@@ -1,9 +1,13 @@
-"""What a classic member reads and commits: the start position of each partition it is given
+"""What a consumer reads and commits: the start position of each partition it is given
 (OffsetFetch, else ListOffsets earliest), its fetches from the partitions' leaders, the records
 it hands over (`delivery` observations), and its commits (`commit` observations).
 
-`ConsumedPartitions` is mixed into `ClassicMember` (loadtest/members/classic.py), which holds the
-state these methods use and the rebalance that calls them.
+`ConsumedPartitions` is mixed into the two members that read by offset: `ClassicMember`
+(loadtest/members/classic.py) and the KIP-848 `ConsumerMember` (loadtest/members/consumer.py).
+Each holds the state these methods use and the group protocol that calls them, and answers the
+few questions where the protocols differ (the `_reading` ... `_commit_refused` hooks below): when
+it may read, fetch and auto-commit, how it asks for committed offsets, and what a refused commit
+means to it. Everything else, fetching and committing included, is one copy.
 """
 
 from __future__ import annotations
@@ -14,16 +18,46 @@ from kio.schema.errors import ErrorCode
 
 from cluster.gateway.apis import ApiKey
 from cluster.recordbatch import iter_batches
-from loadtest.members.classic_state import TP, ClassicState
+from loadtest.members.classic_state import TP
 from loadtest.members.errors import COORDINATOR_MOVED, LEADER_MOVED, TRANSPORT, error_name
 from loadtest.members.lookup import CoordinatorLookup
 from loadtest.members.machine import Broker, Millis, Pending
 
-_S = ClassicState
-
 
 class ConsumedPartitions:
-    """The member's positions, fetches and commits (the attributes are ClassicMember's)."""
+    """The member's positions, fetches and commits (the attributes are the member's)."""
+
+    # -- where the protocols differ: each member answers ---------------------------------------------
+
+    def _reading(self) -> bool:
+        """Start positions are still worth resolving and commits still worth making (not leaving)."""
+        raise NotImplementedError
+
+    def _may_fetch(self) -> bool:
+        """Fetches may go out now (the member is not giving its partitions up)."""
+        raise NotImplementedError
+
+    def _may_auto_commit(self) -> bool:
+        """The auto-commit timer commits now (a classic member only when Stable)."""
+        raise NotImplementedError
+
+    def _offset_fetch_request(self, topics: dict[str, list[int]]) -> tuple[int, dict[str, Any]]:
+        """(version, body) of the OffsetFetch asking for these partitions' committed offsets."""
+        raise NotImplementedError
+
+    def _offset_fetch_topics(self, response: Any) -> Any:
+        """The per-topic entries of an OffsetFetch answer; None when it failed as a whole."""
+        raise NotImplementedError
+
+    def _commit_refused(self, now: Millis, errors: set[ErrorCode], offsets: dict[TP, int], generation: int,
+                        then: Any) -> bool:
+        """A commit answered with `errors`: True when the member takes it (and `then`) over, to
+        send again later; False lets `then` run now."""
+        raise NotImplementedError
+
+    def _commit_failed(self, now: Millis, errors: set[ErrorCode], generation: int) -> None:
+        """What the errors of an answered commit (made in `generation`) say about the membership."""
+        raise NotImplementedError
 
     # -- start positions -------------------------------------------------------------------------------
 
@@ -37,22 +71,22 @@ class ConsumedPartitions:
 
     def _offset_fetch(self, now: Millis, tps: list[TP]) -> None:
         tps = [tp for tp in tps if tp in self._resolving and tp in self._epoch]
-        if not tps or self.state in (_S.LEAVING, _S.STOPPED):
+        if not tps or not self._reading():
             return
         topics: dict[str, list[int]] = {}
         for t, p in tps:
             topics.setdefault(t, []).append(p)
-        body = {"group_id": self.config.group_id, "require_stable": True,
-                "topics": [{"name": t, "partition_indexes": ps} for t, ps in sorted(topics.items())]}
+        version, body = self._offset_fetch_request(topics)
         epochs = {tp: self._epoch[tp] for tp in tps}
-        self.send(now, ApiKey.OFFSET_FETCH, 7, body, self.coordinator.broker, CoordinatorLookup.LANE,
+        self.send(now, ApiKey.OFFSET_FETCH, version, body, self.coordinator.broker, CoordinatorLookup.LANE,
                   lambda r, e, t, p: self._on_offset_fetch(r, e, t, p, epochs))
 
     def _on_offset_fetch(self, response: Any, error: ErrorCode, now: Millis, pending: Pending, epochs: dict[TP, int]) -> None:
         current = [tp for tp, epoch in epochs.items() if self._epoch.get(tp) == epoch]
         if not current:
             return
-        if response is None or response.error_code != ErrorCode.none:
+        found = None if response is None else self._offset_fetch_topics(response)
+        if found is None:
             if error in COORDINATOR_MOVED or error in TRANSPORT:
                 self.coordinator.lost(now)
             self.after(f"offset-fetch-{pending.send.request_id}", now + self.retry_backoff_ms,
@@ -60,7 +94,7 @@ class ConsumedPartitions:
             return
         reset: list[TP] = []
         retry: list[TP] = []
-        for topic in response.topics:
+        for topic in found:
             for p in topic.partitions:
                 tp = (topic.name, p.partition_index)
                 if tp not in current:
@@ -125,11 +159,31 @@ class ConsumedPartitions:
                      request_time=request_time, detail={"source": source})
         self._pump(now)
 
+    # -- giving partitions up ---------------------------------------------------------------------------
+
+    def _drop(self, tps: set[TP]) -> None:
+        """Stop reading `tps` and forget them: positions, resolutions and fetches in flight."""
+        for tp in tps:
+            self.positions.pop(tp, None)
+            self._epoch.pop(tp, None)
+            self._resolving.discard(tp)
+            self._revoking.discard(tp)
+        remaining: dict[str, list[int]] = {}
+        for t, ps in self.assignment.items():
+            keep = [p for p in ps if (t, p) not in tps]
+            if keep:
+                remaining[t] = keep
+        self.assignment = remaining
+
+    def _lose_all(self, now: Millis) -> None:
+        """Partitions lost without a commit (the generation or epoch is gone; a commit would be refused)."""
+        self._drop({(t, p) for t, ps in self.assignment.items() for p in ps})
+
     # -- fetching ------------------------------------------------------------------------------------------
 
     def _pump(self, now: Millis) -> None:
         """Send a Fetch to every leader of owned partitions that has none in flight and is not busy."""
-        if not self.config.fetch or self.state in (_S.LEAVING, _S.STOPPED, _S.REVOKING):
+        if not self.config.fetch or not self._may_fetch():
             return
         by_leader: dict[Broker, list[TP]] = {}
         unknown = []
@@ -215,9 +269,9 @@ class ConsumedPartitions:
     # -- committing ------------------------------------------------------------------------------------------
 
     def _auto_commit(self, now: Millis) -> None:
-        if self.state in (_S.LEAVING, _S.STOPPED):
+        if not self._reading():
             return
-        if self.state is _S.STABLE:
+        if self._may_auto_commit():
             self._commit(now)
         if not (self.config.commit_back_to_back and self._commit_inflight):
             self.after("commit", now + self.config.commit_interval_ms, self._auto_commit)
@@ -263,16 +317,14 @@ class ConsumedPartitions:
                 self.committed[(t, p)] = offsets[(t, p)]
         errors = set(outcome.values()) - {ErrorCode.none}
         waiting, self._after_commit = self._after_commit, []
-        if then is not None:
+        refused = bool(errors) and self._commit_refused(now, errors, offsets, generation, then)
+        if then is not None and not refused:
             waiting.insert(0, then)
         if errors & (COORDINATOR_MOVED | TRANSPORT):
             self.coordinator.lost(now)
         for work in waiting:
             work(now)
-        if self.config.commit_back_to_back and not self.has_timer("commit") and self.state is _S.STABLE:
+        if self.config.commit_back_to_back and not self.has_timer("commit") and self._may_auto_commit():
             self.after("commit", now, self._auto_commit)
-        if self.state is _S.STABLE and generation == self.generation:
-            if ErrorCode.rebalance_in_progress in errors:
-                self._rebalance(now, ErrorCode.rebalance_in_progress)
-            elif errors & {ErrorCode.illegal_generation, ErrorCode.unknown_member_id}:
-                self._rebalance(now, next(iter(errors & {ErrorCode.illegal_generation, ErrorCode.unknown_member_id})))
+        if errors:
+            self._commit_failed(now, errors, generation)

@@ -29,7 +29,8 @@ def analyse(spark: SparkSession, facts: RunFacts, verdicts: Verdicts, out: Path,
         counts_table = collect("event_counts", pipeline.event_counts(events))  # also fills the cache
         axis, counts = overview(counts_table, facts)
         faults = parse_faults(pipeline.fault_events(events).collect())
-        results = Results(facts, axis, counts, faults, set(facts.groups("classic")), facts.groups("share"))
+        results = Results(facts, axis, counts, faults, set(facts.groups("classic")) | set(facts.groups("consumer")),
+                          facts.groups("share"))
         if not results.share_groups and counts["delivered_share"]:
             for row in share.share_topics(events).collect():
                 results.share_groups.setdefault(row["group"], []).append(row["topic"])
@@ -79,15 +80,17 @@ def overview(table: Table, facts: RunFacts) -> tuple[TimeAxis, dict[str, Any]]:
     for row in rows:
         by_kind[row["kind"]] += row["rows"]
     delivered_share = sum(r["rows"] for r in rows if r["kind"] == "delivery" and r["role"] == "share")
+    delivered_consumer = sum(r["rows"] for r in rows if r["kind"] == "delivery" and r["role"] == "consumer")
     counts: dict[str, Any] = {
         "events": sum(by_kind.values()),
         "produced": by_kind["produce"],
         "produce_failed": by_kind["produce_failed"],
         "delivered_share": delivered_share,
-        "delivered_classic": by_kind["delivery"] - delivered_share,
+        "delivered_consumer": delivered_consumer,
+        "delivered_classic": by_kind["delivery"] - delivered_share - delivered_consumer,
         "by_kind": dict(by_kind),
     }
-    for role in ("classic", "share", "producer"):
+    for role in ("classic", "consumer", "share", "producer"):
         counts[f"members_{role}"] = _members(rows, role)
     first = min(r["first_ts"] for r in rows)
     last = max(r["last_ts"] for r in rows)

@@ -72,18 +72,24 @@ def _header(page: Page) -> str:
         ("cluster", f"<code>{esc(facts.bootstrap)}</code>"),
         ("checked", esc(_verdict_line(page.verdicts))),
     ]
+    # Consumer-protocol (KIP-848) cards only when the run has such members: a run of the other
+    # kinds reads as it always did.
+    consumer = bool(counts.get("members_consumer") or counts.get("delivered_consumer"))
     cards = [
         ("classic members", counts.get("members_classic", 0)),
+        *([("consumer-protocol members", counts.get("members_consumer", 0))] if consumer else []),
         ("share members", counts.get("members_share", 0)),
         ("producers", counts.get("members_producer", 0)),
         ("records produced", counts.get("produced", 0)),
         ("produce failed", counts.get("produce_failed", 0)),
         ("delivered (classic)", counts.get("delivered_classic", 0)),
+        *([("delivered (consumer)", counts.get("delivered_consumer", 0))] if consumer else []),
         ("delivered (share)", counts.get("delivered_share", 0)),
         ("faults", len(page.faults)),
         ("event rows", counts.get("events", 0)),
     ]
-    kinds = (("classic", facts.groups("classic")), ("share", facts.groups("share")))
+    kinds = (("classic", facts.groups("classic")), ("consumer", facts.groups("consumer")),
+             ("share", facts.groups("share")))
     groups = ", ".join(f"{kind}: {esc(', '.join(sorted(names)))}" for kind, names in kinds if names)
     notes = "".join(f"<li>{esc(n)}</li>" for n in facts.notes)
     return (

@@ -100,12 +100,14 @@ def latency_over_time(events: DataFrame, axis: TimeAxis) -> DataFrame:
 
 
 def throughput_over_time(events: DataFrame, axis: TimeAxis) -> DataFrame:
-    """Per bucket: requests sent per API, records produced, records delivered (classic / share)."""
+    """Per bucket: requests sent per API, records produced, records delivered (classic / consumer /
+    share)."""
     share = (F.col("role") == "share") | F.col("delivery_count").isNotNull()
     series = (
         F.when(is_kind("request"), F.col("api"))
         .when(is_kind("produce"), F.lit("produced"))
         .when(share, F.lit("delivered (share)"))
+        .when(F.col("role") == "consumer", F.lit("delivered (consumer)"))
         .otherwise(F.lit("delivered (classic)"))
     )
     what = F.when(is_kind("request"), F.lit("requests")).otherwise(F.lit("records"))

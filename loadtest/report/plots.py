@@ -56,8 +56,10 @@ STATE_COLORS = {
 SERIES_STYLE = {
     "produced": {"color": "#222222", "linestyle": "--", "zorder": 3},  # on top: delivered often equals it
     "delivered (classic)": {"color": "#4c78a8"},
+    "delivered (consumer)": {"color": "#54a24b"},
     "delivered (share)": {"color": "#f58518"},
 }
+PROTOCOL_COLORS = {"classic": "#4c78a8", "consumer": "#54a24b"}
 WIDE = (10, 4)
 TALL = (10, 6.5)
 
@@ -272,13 +274,22 @@ def rebalance_plot(rows: Rows, faults: list[FaultMark], duration_s: float, out: 
         timeline.legend(loc="best", fontsize=8, ncols=min(len(groups), 4), markerscale=1.2)
     durations = [max(r["duration_ms"], 0.1) for r in timed]
     low, high = min(durations), max(durations)
+    # Classic and consumer-protocol groups side by side (the protocols scenario): one bar colour each.
+    protocols = sorted({r.get("protocol") or "classic" for r in timed})
+    if len(protocols) > 1:
+        values = [[max(r["duration_ms"], 0.1) for r in timed if (r.get("protocol") or "classic") == p] for p in protocols]
+        style = {"color": [PROTOCOL_COLORS.get(p, "#8c8c8c") for p in protocols], "label": protocols}
+    else:
+        values, style = durations, {"color": "#4c78a8"}
     if high / low >= 30:
-        histogram.hist(durations, bins=_log_edges(low, high), color="#4c78a8", edgecolor="white")
+        histogram.hist(values, bins=_log_edges(low, high), edgecolor="white", **style)
         _log_ms(histogram, "x")
     else:
-        histogram.hist(durations, bins=20, range=(0, high * 1.1), color="#4c78a8", edgecolor="white")
+        histogram.hist(values, bins=20, range=(0, high * 1.1), edgecolor="white", **style)
         _ms_scale(histogram, durations, "x")
         histogram.xaxis.set_major_locator(MaxNLocator(4))
+    if len(protocols) > 1:
+        histogram.legend(loc="best", fontsize=8)
     histogram.yaxis.set_major_locator(MaxNLocator(integer=True))
     histogram.set_title("how long rebalances took")
     histogram.set_ylabel("rebalances")

@@ -18,7 +18,7 @@ class Results:
     axis: TimeAxis
     counts: dict[str, Any]
     faults: list[Fault]
-    classic_groups: set[str]
+    classic_groups: set[str]  # the groups that rebalance: classic and consumer-protocol (KIP-848) ones
     share_groups: dict[str, list[str]]  # share group -> topics
     tables: dict[str, Table] = field(default_factory=dict)
 

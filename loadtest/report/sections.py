@@ -16,7 +16,7 @@ from loadtest.report.page import Section, html_table, ms, seconds, table_html
 SECTION_TITLES = {
     "latency": "Latency per API",
     "throughput": "Throughput",
-    "rebalances": "Rebalances (classic groups)",
+    "rebalances": "Rebalances (classic and consumer groups)",
     "recovery": "Recovery after faults",
     "delivery-counts": "Share delivery counts",
     "share-states": "Share records by state",
@@ -82,16 +82,26 @@ def _rebalances(r: Results, out: Path) -> Section:
     how = (
         "One point per (group, generation): from the group's first rebalance_start after the previous generation "
         "settled to the generation's last rebalance_end (every member Stable). Reasons are what made members rejoin; "
-        "ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID right after a fault mean the failover cost a rebalance."
+        "ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID right after a fault mean the failover cost a rebalance. "
+        "For a consumer-protocol (KIP-848) group the generation is the member epoch: from the first member given a "
+        "new assignment to the last one reconciled at that epoch (reason assignment, join, or fenced after a fencing)."
     )
     timed = [row for row in rows if row["duration_ms"] is not None]
     if not rows:
-        empty = "no rebalances in this run" if r.classic_groups else "no classic groups in this run"
+        empty = "no rebalances in this run" if r.classic_groups else "no classic or consumer groups in this run"
         return _section("rebalances", how, empty=empty, tables=["rebalances"])
     durations = [row["duration_ms"] for row in timed]
+    by_protocol: dict[str, list[float]] = defaultdict(list)
+    for row in timed:
+        by_protocol[row.get("protocol") or "classic"].append(row["duration_ms"])
+    compared = ""
+    if len(by_protocol) > 1:  # both protocols ran: the comparison the protocols scenario is for
+        compared = "; " + ", ".join(f"{p}: median {ms(statistics.median(d))}, slowest {ms(max(d))} ({len(d)})"
+                                    for p, d in sorted(by_protocol.items()))
     summary = (
         f'<p class="sub">{len(rows)} rebalances in {len({row["group"] for row in rows})} groups'
         + (f"; median {ms(statistics.median(durations))}, slowest {ms(max(durations))}" if durations else "")
+        + compared
         + "</p>"
     )
     body = summary + table_html(table, {"start_s": seconds, "end_s": seconds, "duration_ms": ms})

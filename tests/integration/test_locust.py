@@ -20,11 +20,12 @@ pytestmark = pytest.mark.slow
 
 LOCUST = str(Path(sys.executable).with_name("locust"))
 LOCUSTFILE = str(Path(__file__).resolve().parents[2] / "loadtest" / "locustfile.py")
-# Every API the three user classes call while running (LeaveGroup and ShareAcknowledge at stop
+# Every API the four user classes call while running (LeaveGroup and ShareAcknowledge at stop
 # too, but the run may end before every user stopped cleanly; they are not required).
 EXPECTED_APIS = {
     "CreateTopics", "FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "OffsetFetch", "OffsetCommit",
     "ListOffsets", "Metadata", "Fetch", "InitProducerId", "Produce", "ShareGroupHeartbeat", "ShareFetch",
+    "ConsumerGroupHeartbeat",
 }
 # What killing actors may cost a client: connections closed under it, answers that never came.
 TRANSPORT_FAILURES = {"NETWORK_EXCEPTION", "REQUEST_TIMED_OUT"}
@@ -41,7 +42,8 @@ def cluster(tmp_path_factory):
 
 def knobs(prefix: str) -> list[str]:
     return ["--groups", "2", "--members-per-group", "4", "--share-groups", "1", "--share-members-per-group", "4",
-            "--share-ratio", "0.3", "--producers", "2", "--produce-rate", "50", "--partitions", "4",
+            "--share-ratio", "0.3", "--consumer-groups", "1", "--consumer-members-per-group", "3", "--consumer-ratio",
+            "0.2", "--producers", "2", "--produce-rate", "50", "--partitions", "4",
             "--heartbeat-interval-ms", "1000", "--prefix", prefix]
 
 

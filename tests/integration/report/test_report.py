@@ -25,7 +25,7 @@ EXPECTED_COLUMNS = {
     "throughput": ["t_s", "what", "series", "count", "per_s"],
     "api_summary": ["api", "requests", "responses", "errors", "requests_per_s", "p50_ms", "p99_ms", "max_ms"],
     "api_errors": ["api", "error", "responses"],
-    "rebalances": ["group", "generation", "start_s", "end_s", "duration_ms", "members", "reasons"],
+    "rebalances": ["group", "protocol", "generation", "start_s", "end_s", "duration_ms", "members", "reasons"],
     "recovery": ["fault_id", "source", "target", "since_fault_ms", "since_fault_end_ms", "disturbed"],
     "share_delivery_counts": ["group", "delivery_count", "deliveries"],
     "share_states": ["group", "t_s", "available", "acquired", "acknowledged", "archived"],

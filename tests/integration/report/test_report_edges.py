@@ -60,7 +60,7 @@ def cut_short(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_a_run_cut_short_still_reports_what_it_saw(cut_short: dict[str, Any]) -> None:
     html = cut_short["html"]
     assert '<span class="badge fail">cluster-died</span>' in html
-    for empty in ("no classic groups in this run", "no faults in this run", "no share groups in this run",
+    for empty in ("no classic or consumer groups in this run", "no faults in this run", "no share groups in this run",
                   "no end_offset or drained rows, and no coordinator records"):
         assert f'class="empty">{empty}' in html
     assert "NETWORK_EXCEPTION 1" in html

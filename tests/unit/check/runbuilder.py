@@ -10,6 +10,10 @@ The clean run (topic `orders`, 2 partitions, records 0..13 in each, one every 3 
   right after it;
 - share group `workers`: s00 reads orders-0, s01 orders-1, ACCEPT each record; record orders-0@4
   is RELEASEd once and ACCEPTed at delivery count 2;
+- consumer-protocol group `ledger-0` (KIP-848): k00 owns orders-0, k01 orders-1 (member epoch 1);
+  k01 stops at 10 s and leaves (it revokes orders-1 at 10.05 s, committed), k00 takes orders-1 at
+  10.8 s (epoch 2) from the committed offset and keeps orders-0; every delivery is committed right
+  after it; both give everything up when they leave at 46 s;
 - faults: F0 kills billing-0's coordinator at 20.5 s (the monitor sees NOT_COORDINATOR until 22 s),
   F1 moves the leadership of orders-0 at 30.5 s, F2 pauses a partition leader 39.5-41 s;
 - the monitor describes both groups every second; the drain finds both at the end offset 14.
@@ -40,9 +44,13 @@ from loadtest.experiment.records import SHARE_FINAL_SCHEMA, SHARE_STATE_SCHEMA
 T0_MS = 1_795_000_000_000.0  # 2026-11-18T11:06:40Z: the run's start, wall-clock milliseconds
 TOPIC, TOPIC_ID, PARTITIONS, RECORDS = "orders", "0b6f0000-0000-0000-0000-00000000000a", 2, 14
 CLASSIC, SHARE, PRODUCER = "billing-0", "workers", "orders-producer-0"
+CONSUMER = "ledger-0"
 M0, M1 = f"{CLASSIC}/m00", f"{CLASSIC}/m01"
 S0, S1 = f"{SHARE}/s00", f"{SHARE}/s01"
+K0, K1 = f"{CONSUMER}/k00", f"{CONSUMER}/k01"
+HANDOVER_AT = 10.8  # k00 takes orders-1 from k01
 LIMIT, STABLE_S = 5, 10.0
+SESSION_TIMEOUT_S, REBALANCE_TIMEOUT_S = 6, 20  # the consumer group's (group.consumer.session.timeout.ms, the scenario's)
 CHURN_AT = 10.0
 F0_AT, F0_CLEAR = 20.5, 22.0  # kill of billing-0's group coordinator
 F1_AT, F1_RECOVERED = 30.5, 32.03  # move of orders-0's leadership; recovered by the next produce
@@ -89,18 +97,28 @@ class RunBuilder:
         return self.add("produce", at, at - 0.02, role="producer", member=PRODUCER, topic=TOPIC, partition=partition,
                         offset=offset, key=f"k{partition}-{offset}")
 
-    def classic_delivery(self, member: str, partition: int, offset: int, generation: int, at: float) -> Row:
-        return self.add("delivery", at, at - 0.04, role="classic", member=member, group=CLASSIC, topic=TOPIC,
+    def classic_delivery(self, member: str, partition: int, offset: int, generation: int, at: float,
+                         group: str = CLASSIC) -> Row:
+        return self.add("delivery", at, at - 0.04, role=_role(group), member=member, group=group, topic=TOPIC,
                         partition=partition, offset=offset, generation=generation)
 
     def position(self, member: str, partition: int, offset: int, generation: int, at: float, asked: float,
-                 source: str = "committed") -> Row:
-        return self.add("position", at, asked, role="classic", member=member, group=CLASSIC, generation=generation,
+                 source: str = "committed", group: str = CLASSIC) -> Row:
+        return self.add("position", at, asked, role=_role(group), member=member, group=group, generation=generation,
                         topic=TOPIC, partition=partition, offset=offset, detail={"source": source})
 
-    def commit(self, member: str, partition: int, offset: int, generation: int, at: float, error: str = "NONE") -> Row:
-        return self.add("commit", at, at - 0.05, role="classic", member=member, group=CLASSIC, generation=generation,
+    def commit(self, member: str, partition: int, offset: int, generation: int, at: float, error: str = "NONE",
+               group: str = CLASSIC) -> Row:
+        return self.add("commit", at, at - 0.05, role=_role(group), member=member, group=group, generation=generation,
                         topic=TOPIC, partition=partition, offset=offset, error=error)
+
+    def owns(self, member: str, epoch: int, at: float, partitions: list[int], reason: str, changed: list[int],
+             **extra: Any) -> Row:
+        """A consumer member's `assignment` row: it owns `partitions` of orders now, `changed` by `reason`."""
+        detail = {"assignment": {TOPIC: partitions} if partitions else {}, "reason": reason,
+                  reason: {TOPIC: changed}, **extra}
+        return self.add("assignment", at, role="consumer", member=member, member_id=f"{member}-id", group=CONSUMER,
+                        generation=epoch, detail=detail)
 
     def rebalance_start(self, member: str, generation: int, at: float, reason: str) -> Row:
         return self.add("rebalance_start", at, role="classic", member=member, member_id=f"{member}-id", group=CLASSIC,
@@ -146,11 +164,11 @@ class RunBuilder:
                         partition=partition, offset=offset, delivery_count=count, ack_type=ack_type, error=error)
 
     def group_state(self, group: str, at: float, state: str | None, members: int, error: str = "NONE") -> Row:
-        role = "share" if group == SHARE else "classic"
+        role = _role(group)
         columns: Row = {"role": role, "group": group, "error": error}
         if state is not None:
             columns.update(state=state, detail={"members": members})
-            if role == "share":
+            if role != "classic":
                 columns["generation"] = 2
         return self.add("group_state", at, at - 0.01, **columns)
 
@@ -202,19 +220,28 @@ class RunBuilder:
         return RunData(run_dir, parse_info(self.info), events, state, final, leadership)
 
 
-def run_json(classic: bool = True, share: bool = True) -> dict[str, Any]:
+def _role(group: str) -> str:
+    return {SHARE: "share", CONSUMER: "consumer"}.get(group, "classic")
+
+
+def run_json(classic: bool = True, share: bool = True, consumer: bool = True) -> dict[str, Any]:
     return {
         "format": 1,
         "scenario": {"name": "checker-unit", "duration_s": 42,
                      "checks": {"stable_within_s": STABLE_S, "drain_timeout_s": 30},
-                     "groups": [{"name": CLASSIC, "count": 1, "topics": [TOPIC], "members": 2,
-                                 "session_timeout_ms": 6000, "heartbeat_interval_ms": 1000}] if classic else [],
+                     "groups": ([{"name": CLASSIC, "count": 1, "topics": [TOPIC], "members": 2,
+                                  "session_timeout_ms": 6000, "heartbeat_interval_ms": 1000}] if classic else [])
+                     + ([{"name": CONSUMER, "count": 1, "topics": [TOPIC], "members": 2, "protocol": "consumer",
+                          "rebalance_timeout_ms": REBALANCE_TIMEOUT_S * 1000}] if consumer else []),
                      "share_groups": [{"name": SHARE, "count": 1, "topics": [TOPIC], "members": 2}] if share else []},
         "cluster": {"bootstrap": "127.0.0.1:9092", "embedded": True,
                     "settings": {"group.share.delivery.count.limit": LIMIT, "group.share.record.lock.duration.ms": 15000,
-                                 "share.auto.offset.reset": "earliest"}},
+                                 "share.auto.offset.reset": "earliest",
+                                 "group.consumer.session.timeout.ms": SESSION_TIMEOUT_S * 1000,
+                                 "group.consumer.heartbeat.interval.ms": 1000}},
         "topics": [{"name": TOPIC, "topic_id": TOPIC_ID, "partitions": PARTITIONS}],
-        "groups": {"classic": {CLASSIC: [TOPIC]} if classic else {}, "share": {SHARE: [TOPIC]} if share else {}},
+        "groups": {"classic": {CLASSIC: [TOPIC]} if classic else {}, "share": {SHARE: [TOPIC]} if share else {},
+                   "consumer": {CONSUMER: [TOPIC]} if consumer else {}},
         "started": "2026-11-18T00:00:00+00:00", "ended": "2026-11-18T00:00:47+00:00",
         "status": "complete", "notes": [],
     }
@@ -230,6 +257,7 @@ def clean_run() -> RunBuilder:
             b.produce(p, i, produced_at(p, i))
     _classic(b)
     _share(b)
+    _consumer(b)
     _faults(b)
     _monitor(b)
     _drain(b)
@@ -257,6 +285,30 @@ def _classic(b: RunBuilder) -> None:
             b.classic_delivery(member, p, i, generation, t + 0.05)
             b.commit(member, p, i + 1, generation, t + 0.3)
     b.member("member_stop", "classic", M0, 46.0, CLASSIC)
+
+
+def _consumer(b: RunBuilder) -> None:
+    for m in (K0, K1):
+        b.member("member_start", "consumer", m, 1.0, CONSUMER)
+    b.owns(K0, 1, 1.5, [0], "assigned", [0])
+    b.owns(K1, 1, 1.5, [1], "assigned", [1])
+    b.position(K0, 0, 0, 1, 1.6, 1.55, source="reset", group=CONSUMER)
+    b.position(K1, 1, 0, 1, 1.6, 1.55, source="reset", group=CONSUMER)
+    # k01 leaves: it committed everything it read (3) and gives orders-1 up; k00's next heartbeat
+    # brings it, and it starts from the commit. k00 keeps orders-0 (no new start position).
+    b.member("member_stop", "consumer", K1, CHURN_AT, CONSUMER)
+    b.owns(K1, 1, CHURN_AT + 0.05, [], "revoked", [1])
+    b.owns(K0, 2, HANDOVER_AT, [0, 1], "assigned", [1])
+    b.position(K0, 1, 3, 2, HANDOVER_AT + 0.1, HANDOVER_AT + 0.05, group=CONSUMER)
+    for p in range(PARTITIONS):
+        for i in range(RECORDS):
+            t = produced_at(p, i)  # none of orders-1 between the churn and the handover
+            member = K1 if p == 1 and t < CHURN_AT else K0
+            epoch = 1 if t < HANDOVER_AT else 2
+            b.classic_delivery(member, p, i, epoch, t + 0.05, group=CONSUMER)
+            b.commit(member, p, i + 1, epoch, t + 0.3, group=CONSUMER)
+    b.member("member_stop", "consumer", K0, 46.0, CONSUMER)
+    b.owns(K0, 2, 46.05, [], "revoked", [0, 1])
 
 
 def _share(b: RunBuilder) -> None:
@@ -313,6 +365,12 @@ def _monitor(b: RunBuilder) -> None:
         else:
             b.group_state(CLASSIC, t, "Stable", 2 if t < CHURN_AT else 1)
         b.group_state(SHARE, t, "Stable" if t >= 2.0 else "Empty", 2 if t >= 2.0 else 0)
+        if t < 2.0:
+            b.group_state(CONSUMER, t, "Empty", 0)
+        elif CHURN_AT < t <= HANDOVER_AT:
+            b.group_state(CONSUMER, t, "Reconciling", 1)
+        else:
+            b.group_state(CONSUMER, t, "Stable", 2 if t < CHURN_AT else 1)
 
 
 def _drain(b: RunBuilder) -> None:
@@ -320,7 +378,7 @@ def _drain(b: RunBuilder) -> None:
     b.member("member_stop", "producer", PRODUCER, DRAIN_AT)
     for p in range(PARTITIONS):
         b.add("end_offset", DRAIN_AT + 0.5, role="runner", topic=TOPIC, partition=p, offset=RECORDS)
-        for group, role in ((CLASSIC, "classic"), (SHARE, "share")):
+        for group, role in ((CLASSIC, "classic"), (SHARE, "share"), (CONSUMER, "consumer")):
             b.add("drained", 45.0, role=role, group=group, topic=TOPIC, partition=p, offset=RECORDS, state="complete")
     b.add("phase", 46.5, role="runner", state="end")
 

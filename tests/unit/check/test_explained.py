@@ -38,7 +38,8 @@ def test_the_clean_run_passes_every_invariant(builder, tmp_path):
     assert all(v.checked > 0 and v.violations == 0 and not v.evidence for v in result.verdicts)
     assert [v.name for v in result.verdicts] == [
         "lost-write", "duplicate", "duplicate-share", "nonmonotonic-commit", "double-acquisition",
-        "delivery-count-exceeded", "unfinished-share-record", "unstable-group", "failover-rebalance", "incomplete-read"]
+        "delivery-count-exceeded", "unfinished-share-record", "unstable-group", "failover-rebalance", "incomplete-read",
+        "double-ownership"]
 
 
 def test_a_classic_re_read_after_a_rebalance_that_came_before_the_commit_is_explained(builder, tmp_path):
@@ -133,7 +134,7 @@ def test_topics_a_group_does_not_read_are_not_owed_to_it(builder, tmp_path):
     builder.add("end_offset", 44.5, role="runner", topic="payments", partition=0, offset=1)
     result = judge(builder, tmp_path)
     all_pass(result)
-    assert result.verdict("lost-write").checked == 2 * 28  # orders only, for both groups
+    assert result.verdict("lost-write").checked == 3 * 28  # orders only, for the three groups
     assert TOPIC in builder.info["groups"]["classic"][CLASSIC]
 
 

@@ -95,7 +95,7 @@ def test_a_run_without_share_groups_says_n_a_for_the_share_invariants(builder, t
     found = {v.name: v for v in judge(builder, tmp_path).verdicts}
     for name in ("duplicate-share", "double-acquisition", "delivery-count-exceeded", "unfinished-share-record"):
         assert found[name].status == "n/a", found[name].summary
-    assert found["lost-write"].status == "pass" and found["lost-write"].checked == RECORDS * 2
+    assert found["lost-write"].status == "pass" and found["lost-write"].checked == RECORDS * 2 * 2  # classic, consumer
 
 
 def test_verdicts_json_is_written_as_documented(builder, tmp_path):
@@ -125,7 +125,7 @@ def test_evidence_stops_at_50_rows_while_the_count_goes_on(builder, tmp_path):
         row["offset"] = 40
     result = judge(builder, tmp_path)
     lost = result.verdict("lost-write")
-    assert lost.violations == 80 + 52  # billing-0 lost all 80; workers the 52 new ones
+    assert lost.violations == 80 + 52 + 52  # billing-0 lost all 80; workers and ledger-0 the 52 new ones
     assert len(lost.evidence) == 50
     data = json.loads((tmp_path / "run" / rundir.VERDICTS).read_text())
     assert all(len(v["evidence"]) <= 50 for v in data["verdicts"])
