@@ -110,6 +110,29 @@ class Member:
             self.proc.wait(30)
 
 
+class Producing:
+    """Records produced to a topic in the background, 30 at a time every 0.2 s, until stopped;
+    `produced` holds what was acknowledged."""
+
+    def __init__(self, bootstrap: str, topic: str, tag: str) -> None:
+        self.produced: list = []
+        self._stop = threading.Event()
+
+        def run() -> None:
+            n = 0
+            while not self._stop.is_set():
+                self.produced.extend(confluent_produce(bootstrap, topic, records(30, PARTITIONS, f"{tag}{n}")))
+                n += 1
+                time.sleep(0.2)
+
+        self._thread = threading.Thread(target=run)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+
 def wait_until(condition, timeout: float = 90, step: float = 0.2) -> bool:
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -170,17 +193,7 @@ def test_a_group_consumes_a_topic_to_its_end_with_commits(cluster, tmp_path):
 def test_a_member_joins_and_leaves_while_the_others_keep_consuming(cluster, tmp_path):
     group, topic = "cp-churn", "cp-churn-topic"
     create_topic(cluster.bootstrap, topic, PARTITIONS)
-    stop = threading.Event()
-
-    def produce() -> None:
-        n = 0
-        while not stop.is_set():
-            confluent_produce(cluster.bootstrap, topic, records(30, PARTITIONS, f"churn{n}"))
-            n += 1
-            time.sleep(0.2)
-
-    producer = threading.Thread(target=produce)
-    producer.start()
+    producer = Producing(cluster.bootstrap, topic, "churn")
     old = [Member(cluster.bootstrap, group, topic, tmp_path / f"churn-{i}.txt") for i in range(2)]
     try:
         assert wait_until(lambda: formed(old, topic))
@@ -205,8 +218,7 @@ def test_a_member_joins_and_leaves_while_the_others_keep_consuming(cluster, tmp_
         counts = [len(m.consumed()) for m in old]
         assert wait_until(lambda: all(len(m.consumed()) > c for m, c in zip(old, counts)))
     finally:
-        stop.set()
-        producer.join(60)
+        producer.stop()
         for m in old:
             m.stop()
     assert not [e for m in old for e in m.errors()]
@@ -215,17 +227,7 @@ def test_a_member_joins_and_leaves_while_the_others_keep_consuming(cluster, tmp_
 def test_killing_the_coordinator_changes_no_epoch_and_no_assignment(cluster, tmp_path):
     group, topic = "cp-failover", "cp-failover-topic"
     create_topic(cluster.bootstrap, topic, PARTITIONS)
-    stop = threading.Event()
-
-    def produce() -> None:
-        n = 0
-        while not stop.is_set():
-            confluent_produce(cluster.bootstrap, topic, records(30, PARTITIONS, f"fo{n}"))
-            n += 1
-            time.sleep(0.2)
-
-    producer = threading.Thread(target=produce)
-    producer.start()
+    producer = Producing(cluster.bootstrap, topic, "fo")
     members = [Member(cluster.bootstrap, group, topic, tmp_path / f"fo-{i}.txt") for i in range(2)]
     try:
         assert wait_until(lambda: formed(members, topic))
@@ -248,8 +250,7 @@ def test_killing_the_coordinator_changes_no_epoch_and_no_assignment(cluster, tmp
         assert [m.assignment() for m in members] == assignments
         assert all(m.events(killed_at) == [] for m in members)
     finally:
-        stop.set()
-        producer.join(60)
+        producer.stop()
         for m in members:
             m.stop()
 
@@ -275,18 +276,7 @@ def test_a_regex_subscription_picks_up_a_topic_created_later(cluster, tmp_path):
 def test_classic_members_then_consumer_members_then_the_classic_ones_leave(cluster, tmp_path):
     group, topic = "cp-migrate", "cp-migrate-topic"
     create_topic(cluster.bootstrap, topic, PARTITIONS)
-    stop = threading.Event()
-    produced: list = []
-
-    def produce() -> None:
-        n = 0
-        while not stop.is_set():
-            produced.extend(confluent_produce(cluster.bootstrap, topic, records(30, PARTITIONS, f"mig{n}")))
-            n += 1
-            time.sleep(0.2)
-
-    producer = threading.Thread(target=produce)
-    producer.start()
+    producer = Producing(cluster.bootstrap, topic, "mig")
     classic = [Member(cluster.bootstrap, group, topic, tmp_path / f"classic-{i}.txt", "classic") for i in range(2)]
     modern: list[Member] = []
     try:
@@ -303,10 +293,9 @@ def test_classic_members_then_consumer_members_then_the_classic_ones_leave(clust
         assert wait_until(lambda: formed(modern, topic))
         assert set(describe(cluster.bootstrap, group)) and len(describe(cluster.bootstrap, group)) == 2
     finally:
-        stop.set()
-        producer.join(60)
+        producer.stop()
     try:
-        every = {(topic, r.partition, r.offset) for r in produced}
+        every = {(topic, r.partition, r.offset) for r in producer.produced}
         assert wait_until(lambda: every <= {row for m in classic + modern for row in m.consumed()})
     finally:
         for m in classic + modern:
