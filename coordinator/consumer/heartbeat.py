@@ -588,8 +588,12 @@ class _Heartbeat(GroupChange):
         return new_member
 
     def _check_member_epoch(self, member: ConsumerGroupMember) -> None:
-        """Kafka's throwIfConsumerGroupMemberEpochIsInvalid."""
+        """Kafka's throwIfConsumerGroupMemberEpochIsInvalid, with KAFKA-19233 (4.2): epoch 0 is a
+        member rejoining after it was fenced (it gave up everything), whatever epoch the
+        coordinator still holds for it; before, it was fenced again until its session ran out."""
         received = self.req.member_epoch
+        if received == JOIN_GROUP_MEMBER_EPOCH:
+            return
         if received > member.member_epoch:
             raise _Rejected(
                 ErrorCode.fenced_member_epoch,

@@ -325,3 +325,16 @@ def test_a_groups_own_session_timeout_and_heartbeat_interval_apply_from_its_next
     assert "m1" in ctx.group().members
     ctx.advance(1)
     assert "m1" not in ctx.group().members
+
+
+def test_a_fenced_member_rejoins_with_epoch_zero_and_keeps_its_place():
+    """KAFKA-19233: epoch 0 from a member the coordinator still holds is a rejoin, not a fencing."""
+    ctx = ConsumerContext(topic("foo", 2))
+    ctx.join("m1", ["foo"])
+    ctx.join("m2", ["foo"])
+    ctx.heartbeat("m1", 1)  # asked to revoke one partition, still at epoch 1
+    assert ctx.heartbeat("m1", 7).error_code == ErrorCode.fenced_member_epoch
+    r = ctx.join("m1", ["foo"])  # it gave everything up and comes back at epoch 0, same id
+    assert r.error_code == NONE and r.member_id == "m1" and r.assignment is not None
+    assert set(ctx.group().members) == {"m1", "m2"}
+    assert_owned_once(ctx)
