@@ -20,6 +20,10 @@ Invariants (checked after every step):
 - a share state's state epoch never goes back (an initialize below it is fenced).
 - one leader: no partition is active on two live actors at once (the reconciler releases first).
 - member epochs only grow while a member keeps its id.
+- no operation raises (an exception fails the whole batch its call carried: a bug, not an answer).
+A killed actor is gone whole: its timers, queued operations, a load under way and an append still
+waiting on the executor end with it (they run on the world's wakeups and executor, and would
+otherwise write to the partition's log under its successor).
 
 Not an invariant, counted instead: an initialize that applies again at the *same* state epoch
 after the partition was assigned. Kafka 4.2's ShareCoordinatorShard.initializeState fences only a
@@ -53,6 +57,7 @@ from cluster.config import Config
 from cluster.control.leadership_changes import Cause
 from cluster.control.reconciler import Reconciler
 from cluster.metadata import CONSUMER_OFFSETS, SHARE_GROUP_STATE, ClusterMetadata, TopicInfo
+from cluster.runtime import NotCoordinator, PartitionStatus
 from tests.sim import harness
 from tests.sim.harness import Harness, Violation
 
@@ -131,6 +136,8 @@ class Network:
 
     def _answered(self, task: asyncio.Task, lose_answer: bool) -> None:
         call = self.running.pop(task)
+        if not task.cancelled():
+            task.exception()  # retrieved, whether anybody hears of it or not (a lost answer, a caller gone)
         if call.future.done():
             return
         if lose_answer or task.cancelled():
@@ -315,7 +322,22 @@ class CoordinatorWorld(Harness):
         self.network.actor_died(name)
         host = getattr(body, "host", None)
         if host is not None:
-            host.runtime.partitions.clear()  # the process is gone: nothing of it runs on
+            # The process is gone: nothing of it runs on. Its timers (on the world's wakeups), a load
+            # or a batch still waiting on the executor would otherwise go on, and write to the
+            # partition's log under its successor (a session expiry a dead leader fired did).
+            for partition in host.runtime.partitions.values():
+                if partition.status is not PartitionStatus.CLOSED:
+                    partition.move_to(PartitionStatus.CLOSED)
+                partition.timers.cancel_all()
+                partition.queue.pause()
+                gone = NotCoordinator(f"{name} died")
+                for pending in partition.queue.take_all():  # (else their callers would wait forever)
+                    if pending.future is not None and not pending.future.done():
+                        pending.future.set_exception(gone)
+                partition.fail_parked(gone)
+                if partition.log is not None:
+                    partition.log.close()  # an append still queued on the executor writes nothing
+            host.runtime.partitions.clear()
         self.deaths.setdefault(name, self.loop.create_future())
         if not self.deaths[name].done():
             self.deaths[name].set_result(None)
@@ -375,6 +397,9 @@ class CoordinatorWorld(Harness):
     def _answered(self, member: Member, task: asyncio.Task) -> None:
         member.outstanding = None
         if task.cancelled():
+            return
+        if task.exception() is not None:  # an operation's own failure is a bug (a batch shares it)
+            self._fail(f"{member.name}'s heartbeat raised {task.exception()!r}")
             return
         outcome = task.result()
         if isinstance(outcome, Failed):
