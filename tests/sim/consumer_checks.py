@@ -192,14 +192,9 @@ class ConsumerChecks:
         if partition is None or partition.shard is None or partition.shard.touched.open:
             return
         live = _view(partition.shard)
-        replayed = self.rebuilt_view.get(tp)
-        if replayed is None:
-            replayed = self.rebuilt_view[tp] = _view(self.rebuilt[tp])
-        if live != replayed:
-            raise Violation(f"{tp[0]}-{tp[1]}: the leader holds {_diff(live, replayed, 'the log')}")
         logged = self.replayed[tp]
         before = self.at_rest.get(tp)
-        if before is not None and before[0] is not partition:
+        if before is not None and before[0] is not partition:  # a new leader (a failover, a move, a reload)
             if any(isinstance(g, ConsumerGroup) and g.members for g in self.rebuilt[tp].groups.values()):
                 self.counts["consumer-group failovers"] += 1
             if before[2] == logged:
@@ -208,6 +203,11 @@ class ConsumerChecks:
                     raise Violation(
                         f"{tp[0]}-{tp[1]}: after a failover the new leader holds {_diff(live, before[1], 'the old one')}"
                     )
+        replayed = self.rebuilt_view.get(tp)
+        if replayed is None:
+            replayed = self.rebuilt_view[tp] = _view(self.rebuilt[tp])
+        if live != replayed:
+            raise Violation(f"{tp[0]}-{tp[1]}: the leader holds {_diff(live, replayed, 'the log')}")
         self.at_rest[tp] = (partition, live, logged)
 
 

@@ -15,9 +15,13 @@ from collections import Counter
 import pytest
 
 from cluster.actors.coordinator_host import CoordinatorHost
+from coordinator.consumer import reconciliation
+from coordinator.consumer.group import NO_EPOCH, ConsumerGroup
+from coordinator.consumer.records import ConsumerGroupCurrentMemberAssignmentKey
+from coordinator.shard import GroupCoordinatorShard
 from coordinator.share import heartbeat
 from coordinator.share.share_state import EMPTY_SHARE_STATE, assignable_partitions
-from tests.sim import consumer_members
+from tests.sim import consumer_checks, consumer_members
 from tests.sim.coordinator_world import run
 from tests.sim.harness import Violation
 
@@ -111,3 +115,46 @@ def test_finds_a_release_the_old_leader_ignores(monkeypatch):
 
     monkeypatch.setattr(CoordinatorHost, "unload", ignore)
     assert "at once" in _finds_a_violation(range(40))
+
+
+def test_finds_a_partition_taken_before_its_owner_revoked_it(monkeypatch):
+    """Planted: the reconciliation counts what a member must revoke as revoked at once, without
+    waiting for its heartbeat to show them gone, so the coordinator lets go of partitions their
+    owner still holds and may give them to another member. Caught as a member believing it owns
+    what the coordinator no longer holds for it; and, without that check, as two members
+    believing they own one partition."""
+    monkeypatch.setattr(reconciliation, "_owns_revoked_partitions", lambda owned, pending: False)
+    assert "which the coordinator no longer holds for it" in _finds_a_violation(range(40))
+    monkeypatch.setattr(consumer_checks.ConsumerChecks, "beliefs_within_holdings", False)
+    assert "both believe they own" in _finds_a_violation(range(40))
+
+
+def test_finds_a_partition_given_while_another_member_owns_it(monkeypatch):
+    """Planted: the reconciliation sees every partition as free (currentPartitionEpoch -1), so it
+    assigns a partition another member has not revoked yet. The group's replay refuses the record
+    (its partition epochs), so the heartbeat fails: the world reports an operation that raised."""
+    monkeypatch.setattr(ConsumerGroup, "current_partition_epoch", lambda self, topic_id, partition: NO_EPOCH)
+    assert "raised PartitionEpochError" in _finds_a_violation(range(40))
+
+
+def test_finds_a_failed_write_left_in_a_consumer_group(monkeypatch):
+    """Planted: a consumer group's copy is the group itself, so a failed append cannot put back what
+    its batch changed: the leader keeps state its log never got, and a failover would lose it."""
+    monkeypatch.setattr(ConsumerGroup, "copy", lambda self: self)
+    assert "the leader holds cg-" in _finds_a_violation(range(40))
+
+
+def test_finds_a_load_that_loses_what_the_old_leader_held(monkeypatch):
+    """Planted: loading replays a log batch at a time, and drops the members' current assignments
+    of a batch of several records (what a live write replays one record at a time keeps them): the
+    new leader after a failover is not the old one."""
+    replay_all = GroupCoordinatorShard.replay_all
+
+    def planted(self, records):
+        records = list(records)
+        if len(records) > 1:
+            records = [r for r in records if not isinstance(r.key, ConsumerGroupCurrentMemberAssignmentKey)]
+        replay_all(self, records)
+
+    monkeypatch.setattr(GroupCoordinatorShard, "replay_all", planted)
+    assert "after a failover the new leader holds cg-" in _finds_a_violation(range(40))
