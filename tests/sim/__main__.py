@@ -31,14 +31,16 @@ def _make(kind: str, seed: int, retention: bool):
 
 
 def _run(kind: str, seed: int, steps: int, retention: bool) -> dict[str, int]:
-    """One seed; what it saw worth counting (the coordinator side's same-epoch re-initializes)."""
+    """One seed; what it saw worth counting (the coordinator side's same-epoch re-initializes, and
+    what its consumer-protocol members reached)."""
     if kind == "group":
         world.run(seed, steps)
     elif kind == "share":
         share_world.run(seed, steps, retention=retention)
     else:
         sim = coordinator_world.run(seed, steps)
-        return {"assigned worlds": int(sim.assigned() > 0), "same-epoch re-initializes": len(sim.reinitialized)}
+        return {"assigned worlds": int(sim.assigned() > 0), "same-epoch re-initializes": len(sim.reinitialized),
+                **sim.coverage()}
     return {}
 
 

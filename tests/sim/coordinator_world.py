@@ -1,4 +1,5 @@
-"""The composed coordinator side: share-group members heartbeating through the gateway's real
+"""The composed coordinator side: share-group members and consumer-protocol members (KIP-848's
+ConsumerGroupHeartbeat, tests/sim/consumer_members.py) heartbeating through the gateway's real
 clients (CoordinatorClient, the router and its batchers) to real GroupCoordinator bodies leading two
 `__consumer_offsets` partitions, which initialize share state on a real ShareCoordinator through
 their real Persisters (retries included); the real Reconciler plays the controller, over a
@@ -20,6 +21,15 @@ Invariants (checked after every step):
 - a share state's state epoch never goes back (an initialize below it is fenced).
 - one leader: no partition is active on two live actors at once (the reconciler releases first).
 - member epochs only grow while a member keeps its id.
+- no operation raises (an exception fails the whole batch its call carried: a bug, not an answer).
+- consumer groups (tests/sim/consumer_checks.py): a member's epoch never goes back while it exists,
+  in the log and in what its client is told; no partition is owned twice, in the durable state
+  and in what the clients the coordinator still holds believe they own (each only what the
+  coordinator holds for it); a leader at rest holds exactly what its log replays to, and a new
+  leader what its predecessor held.
+A killed actor is gone whole: its timers, queued operations, a load under way and an append still
+waiting on the executor end with it (they run on the world's wakeups and executor, and would
+otherwise write to the partition's log under its successor).
 
 Not an invariant, counted instead: an initialize that applies again at the *same* state epoch
 after the partition was assigned. Kafka 4.2's ShareCoordinatorShard.initializeState fences only a
@@ -34,12 +44,15 @@ import asyncio
 import itertools
 import re
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 from ray.exceptions import RayActorError
 
+from coordinator.consumer.messages import ConsumerGroupHeartbeatResponse
+from coordinator.hashing import group_partition
 from coordinator.share.messages import ShareGroupHeartbeatRequest, ShareHeartbeatOutcome
 from sharestate.coordinator_shard import SharePartitionKey
 
@@ -53,19 +66,37 @@ from cluster.config import Config
 from cluster.control.leadership_changes import Cause
 from cluster.control.reconciler import Reconciler
 from cluster.metadata import CONSUMER_OFFSETS, SHARE_GROUP_STATE, ClusterMetadata, TopicInfo
+from cluster.runtime import NotCoordinator, PartitionStatus
 from tests.sim import harness
+from tests.sim.consumer_checks import ConsumerChecks
+from tests.sim.consumer_members import ConsumerMember, Phase, Sent, show
 from tests.sim.harness import Harness, Violation
 
 TOPICS = {
     "orders": TopicInfo("orders", uuid.UUID(int=101), 2, False, {}),
     "payments": TopicInfo("payments", uuid.UUID(int=102), 1, False, {}),
+    "events": TopicInfo("events", uuid.UUID(int=103), 4, False, {}),
 }
+TOPIC_NAMES = {t.topic_id: name for name, t in TOPICS.items()}
 GROUPS = {"sg-a": ("orders",), "sg-b": ("orders", "payments")}
+# Consumer-protocol members: (group, subscribed topic names, regex, server assignor). cg-a lives on
+# __consumer_offsets-0, cg-b on -1; cg-b's members subscribe to different topics (one by regex), so
+# its assignment is heterogeneous; one member of cg-a prefers the range assignor, the others uniform.
+CONSUMERS = (
+    ("cg-a", ("orders", "events"), None, None),
+    ("cg-a", ("orders", "events"), None, "range"),
+    ("cg-a", ("events",), None, None),
+    ("cg-b", ("events",), None, None),
+    ("cg-b", ("events", "payments"), None, None),
+    ("cg-b", None, "^(events|payments)$", None),
+)
 COORDINATOR_PARTITIONS = ((CONSUMER_OFFSETS, 0), (CONSUMER_OFFSETS, 1), (SHARE_GROUP_STATE, 0))
 CONFIG = Config.load([
     "offsets.topic.num.partitions=2",
     "share.coordinator.state.topic.num.partitions=1",
     "group.share.initialize.retry.interval.ms=3000",
+    # Short enough that a consumer that stops heartbeating for a while is expired within a seed.
+    "group.consumer.session.timeout.ms=20000",
     "raygroups.coordinators=2",
     "raygroups.share.coordinators=1",
     "raygroups.partition.leaders=1",
@@ -131,6 +162,8 @@ class Network:
 
     def _answered(self, task: asyncio.Task, lose_answer: bool) -> None:
         call = self.running.pop(task)
+        if not task.cancelled():
+            task.exception()  # retrieved, whether anybody hears of it or not (a lost answer, a caller gone)
         if call.future.done():
             return
         if lose_answer or task.cancelled():
@@ -269,11 +302,20 @@ class CoordinatorWorld(Harness):
         self.members = [
             Member(f"m{i}", sorted(GROUPS)[i % len(GROUPS)], str(uuid.UUID(int=1000 + i))) for i in range(members)
         ]
+        self.consumers = [
+            ConsumerMember(f"c{i}", group, str(uuid.UUID(int=2000 + i)), topics, regex, assignor)
+            for i, (group, topics, regex, assignor) in enumerate(CONSUMERS)
+        ]
+        self._consumers_by_id = {c.member_id: c for c in self.consumers}
+        self.counts: Counter[str] = Counter()
+        self.config = CONFIG
+        self.consumer_checks = ConsumerChecks(self, COORDINATOR_PARTITIONS[:2])
         # (group, topic id, partition, state epoch) -> the share state's create time when first assigned
         self.assigned_at: dict[tuple[str, Any, int, int], int] = {}
         self.state_epochs: dict[SharePartitionKey, int] = {}
         self.reinitialized: set[tuple[str, Any, int, int]] = set()
         self.violation: Violation | None = None
+        self._active: dict[tuple[str, int], Any] = {}
         self.loop.create_task(self.reconciler.run())
 
     def complete_setup_work(self) -> bool:
@@ -315,7 +357,22 @@ class CoordinatorWorld(Harness):
         self.network.actor_died(name)
         host = getattr(body, "host", None)
         if host is not None:
-            host.runtime.partitions.clear()  # the process is gone: nothing of it runs on
+            # The process is gone: nothing of it runs on. Its timers (on the world's wakeups), a load
+            # or a batch still waiting on the executor would otherwise go on, and write to the
+            # partition's log under its successor (a session expiry a dead leader fired did).
+            for partition in host.runtime.partitions.values():
+                if partition.status is not PartitionStatus.CLOSED:
+                    partition.move_to(PartitionStatus.CLOSED)
+                partition.timers.cancel_all()
+                partition.queue.pause()
+                gone = NotCoordinator(f"{name} died")
+                for pending in partition.queue.take_all():  # (else their callers would wait forever)
+                    if pending.future is not None and not pending.future.done():
+                        pending.future.set_exception(gone)
+                partition.fail_parked(gone)
+                if partition.log is not None:
+                    partition.log.close()  # an append still queued on the executor writes nothing
+            host.runtime.partitions.clear()
         self.deaths.setdefault(name, self.loop.create_future())
         if not self.deaths[name].done():
             self.deaths[name].set_result(None)
@@ -338,7 +395,11 @@ class CoordinatorWorld(Harness):
     def step(self) -> None:
         roll = self.rng.random()
         if roll < 0.35:
-            self._member_step(self.rng.choice(self.members))
+            member = self.rng.choice(self.members + self.consumers)
+            if isinstance(member, ConsumerMember):
+                self._consumer_step(member)
+            else:
+                self._member_step(member)
         elif roll < 0.65 and self.network.pending:
             call = self.rng.choice(self.network.deliverable())
             lose = self.rng.random() < 0.03
@@ -376,6 +437,9 @@ class CoordinatorWorld(Harness):
         member.outstanding = None
         if task.cancelled():
             return
+        if task.exception() is not None:  # an operation's own failure is a bug (a batch shares it)
+            self._fail(f"{member.name}'s heartbeat raised {task.exception()!r}")
+            return
         outcome = task.result()
         if isinstance(outcome, Failed):
             self.trace.append(f"  {member.name}: {outcome.error_code.name}")
@@ -394,6 +458,110 @@ class CoordinatorWorld(Harness):
         if response.assignment is not None:
             member.assignment = dict(response.assignment)
             self._assigned(member)
+
+    # -- consumer-protocol members (consumer_members.py) --------------------------------------------
+
+    def _consumer_step(self, member: ConsumerMember) -> None:
+        if member.outstanding is not None:
+            return
+        now = self.clock.now_ms()
+        if member.paused_until > now:
+            return
+        rng = self.rng
+        if member.phase is Phase.LEFT:
+            if rng.random() < 0.7:
+                return
+            member.phase = Phase.JOINING
+        if member.phase is Phase.JOINING:
+            sent = member.join()
+        else:
+            roll = rng.random()
+            if roll < 0.03:
+                sent = member.leave()
+            elif roll < 0.06:
+                pause = rng.randint(10_000, 40_000)
+                member.paused_until = now + pause
+                self.trace.append(f"{member.name} stops heartbeating for {pause} ms")
+                self.counts["consumer pauses"] += 1
+                return
+            elif member.target is not None and roll < 0.8:
+                doubtful = member.doubtful
+                revoked, added = member.reconcile()
+                self.trace.append(
+                    f"{member.name} reconciles: revokes {show(revoked, TOPIC_NAMES)}, takes {show(added, TOPIC_NAMES)}"
+                    f"{' (unconfirmed: a heartbeat since was not answered)' if doubtful and added else ''}"
+                )
+                if revoked:
+                    self.counts["consumer revocations"] += 1
+                sent = member.heartbeat()
+            else:
+                if member.target is not None:
+                    self.trace.append(f"{member.name} is still reconciling")
+                sent = member.heartbeat()
+        lose = sent.kind != "leave" and rng.random() < 0.06
+        self.trace.append(
+            f"{member.name} {sent.kind} epoch {sent.request.member_epoch} owned {show(sent.owned, TOPIC_NAMES)}"
+            f"{' (full)' if sent.request.rebalance_timeout_ms != -1 and sent.kind != 'join' else ''}"
+            f"{' (its answer will be lost)' if lose else ''}"
+        )
+        task = self.loop.create_task(self.coordinators.group(CoordinatorOp.CONSUMER_HEARTBEAT, member.group, sent.request))
+        member.outstanding = task
+        task.add_done_callback(lambda t, m=member, s=sent, lost=lose: self._consumer_answered(m, s, lost, t))
+
+    def _consumer_answered(self, member: ConsumerMember, sent: Sent, lost: bool, task: asyncio.Task) -> None:
+        member.outstanding = None
+        if task.cancelled():
+            return
+        if task.exception() is not None:
+            member.on_failure(sent)
+            self._fail(f"{member.name}'s {sent.kind} raised {task.exception()!r}")
+            return
+        outcome = task.result()
+        if isinstance(outcome, Failed):
+            self.trace.append(f"  {member.name}: {outcome.error_code.name}")
+            member.on_failure(sent)
+            return
+        assert isinstance(outcome, ConsumerGroupHeartbeatResponse), outcome
+        if lost:
+            self.trace.append(f"  {member.name}: answer lost ({outcome.error_code.name} epoch {outcome.member_epoch})")
+            self.counts["consumer answers lost"] += 1
+            member.on_failure(sent)
+            return
+        told = None if outcome.assignment is None else frozenset((t, p) for t, ps in outcome.assignment for p in ps)
+        self.trace.append(
+            f"  {member.name}: {outcome.error_code.name} epoch {outcome.member_epoch}"
+            f"{'' if told is None else ' assignment ' + show(told, TOPIC_NAMES)}"
+        )
+        problem = member.on_answer(sent, outcome)
+        if problem is not None:
+            self._fail(problem)
+
+    def consumer(self, member_id: str) -> ConsumerMember | None:
+        return self._consumers_by_id.get(member_id)
+
+    def consumer_name(self, member_id: str) -> str:
+        client = self._consumers_by_id.get(member_id)
+        return member_id if client is None else client.name
+
+    def partition_of(self, group_id: str) -> tuple[str, int]:
+        return (CONSUMER_OFFSETS, group_partition(group_id, 2))
+
+    def active_partition(self, tp: tuple[str, int]) -> Any:
+        return self._active.get(tp)
+
+    def show(self, partitions: frozenset) -> str:
+        return show(partitions, TOPIC_NAMES)
+
+    def show_tp(self, partition: tuple[Any, int]) -> str:
+        return show(frozenset((partition,)), TOPIC_NAMES)
+
+    def coverage(self) -> Counter[str]:
+        """What this seed reached, by name (the coverage test and the soak's summary count them)."""
+        out = Counter(self.counts)
+        out.update(self.consumer_checks.counts)
+        for client in self.consumers:
+            out.update({f"consumer {what}": n for what, n in client.counts.items()})
+        return out
 
     def _assigned(self, member: Member) -> None:
         """assigned ⇒ initialized, now; remember each newly assigned partition's share state."""
@@ -422,6 +590,7 @@ class CoordinatorWorld(Harness):
         if self.violation is not None:
             raise self.violation
         active: dict[tuple[str, int], str] = {}
+        self._active = {}
         for name, body in self.actors.items():
             host = getattr(body, "host", None)
             for tp, partition in ({} if host is None else host.runtime.partitions).items():
@@ -429,6 +598,8 @@ class CoordinatorWorld(Harness):
                     if tp in active:
                         raise Violation(f"{tp[0]}-{tp[1]} is active on {active[tp]} and {name} at once")
                     active[tp] = name
+                    self._active[tp] = partition
+        self.consumer_checks.check()
         shard = self._share_shard()
         if shard is None or shard.touched.open:  # judge the durable state, not a batch being written
             return
@@ -463,6 +634,8 @@ def _summary(call: Call) -> str:
         request = item.request
         key = f" {request.group_id}/{request.topic_id.int}-{request.partition}@{getattr(request, 'state_epoch', '')}" \
             if hasattr(request, "topic_id") else ""
+        if item.op is CoordinatorOp.CONSUMER_HEARTBEAT:
+            key = f" {request.group_id}/c{uuid.UUID(request.member_id).int - 2000}@{request.member_epoch}"
         parts.append(f"{item.op.name}{key}")
     return f"[{', '.join(parts)}]"
 
