@@ -104,11 +104,14 @@ class ConsumerMember:
         )
         return Sent("join", request, frozenset())
 
-    def heartbeat(self) -> Sent:
+    def heartbeat(self, stale: bool = False) -> Sent:
+        """`stale`: the heartbeat carries an epoch above its own, as a client that lost track of its
+        epoch would: the coordinator must fence it (an epoch just below may be the previous one,
+        which the coordinator accepts)."""
         full = self.full
         owned = self.owned if full or self.owned != self.reported else None
         request = ConsumerGroupHeartbeatRequest(
-            self.group, self.member_id, self.epoch,
+            self.group, self.member_id, self.epoch + 1 if stale else self.epoch,
             rebalance_timeout_ms=REBALANCE_TIMEOUT_MS if full else -1,
             subscribed_topic_names=self.topics if full else None,
             subscribed_topic_regex=self.regex if full else None,
@@ -153,11 +156,11 @@ class ConsumerMember:
         if sent.kind == "leave":
             return None  # gone whatever the answer (UNKNOWN_MEMBER_ID if it was fenced meanwhile)
         if code in (ErrorCode.fenced_member_epoch, ErrorCode.unknown_member_id):
+            if sent.kind == "join" and code == ErrorCode.fenced_member_epoch:
+                # KAFKA-19233 (Kafka 4.2): epoch 0 is a rejoin whatever epoch the coordinator still
+                # holds for the member; before, it was fenced again until its session expired.
+                return f"{self.name} was fenced rejoining at epoch 0: {response.error_message}"
             self._count("fenced" if code == ErrorCode.fenced_member_epoch else "unknown member")
-            if sent.kind == "join":
-                # Its id is still a member at a later epoch: the coordinator refuses epoch 0 below it
-                # (Kafka did until KAFKA-19233), so it is fenced again until its session expires.
-                self._count("rejoins fenced")
             self.phase, self.epoch = Phase.JOINING, JOIN_GROUP_MEMBER_EPOCH
             self._drop()
             return None

@@ -494,6 +494,9 @@ class CoordinatorWorld(Harness):
                 if revoked:
                     self.counts["consumer revocations"] += 1
                 sent = member.heartbeat()
+            elif member.epoch >= 1 and roll > 0.99:
+                sent = member.heartbeat(stale=True)
+                self.trace.append(f"{member.name} lost track of its epoch")
             else:
                 if member.target is not None:
                     self.trace.append(f"{member.name} is still reconciling")
