@@ -1,10 +1,12 @@
 """`raygroups demo`: the main job, small and self-contained.
 
 The built-in scenario (loadtest/scenarios/demo.toml, also examples/demo.toml) on an embedded
-cluster: 184 classic members in 18 groups (range, cooperative-sticky and round-robin, with churn),
-34 share consumers in 3 share groups acknowledging by an ACCEPT/RELEASE/REJECT mix, and four
-producers, for 90 seconds, while the group coordinator of a group, the share coordinator of a
-share partition, a partition leader and a gateway are killed and a partition leader is paused.
+cluster: 134 classic members in 13 groups (range, cooperative-sticky and round-robin, with churn),
+50 members of KIP-848's consumer protocol in 5 groups (the coordinator's uniform and range
+assignors, a regex subscription, with churn), 34 share consumers in 3 share groups acknowledging
+by an ACCEPT/RELEASE/REJECT mix, and four producers, for 90 seconds, while the group coordinator
+of a group, the share coordinator of a share partition, a partition leader and a gateway are
+killed and a partition leader is paused.
 Then the drain, the invariant checker and the PySpark report; it ends with a one-screen summary
 and the report's path, exit 0 only if every invariant holds.
 """

@@ -45,12 +45,15 @@ def _section(anchor: str, how: str, **kwargs: Any) -> Section:
 def _latency(r: Results, out: Path) -> Section:
     rows = r.tables["latency"].dicts()
     how = (
-        f"Response latency per Kafka API in {r.axis.bucket_s:g}-second buckets: p50 above, p99 below, log scale. "
+        f"Response latency per Kafka API in {r.axis.bucket_s:g}-second buckets: p50 left, p99 right, log scale, "
+        "one row of panels per kind of API. "
         "Red dashed lines are faults (shaded until their end), labelled by fault id and action; "
         "timeouts and lost connections count with the time it took to notice them."
     )
     if not rows:
         return _section("latency", how, empty="no responses in the event log", tables=["latency"])
+    panels = plots.latency_panels(row["api"] for row in rows)
+    how += " Panels: " + "; ".join(f"<i>{name}</i> ({', '.join(apis)})" for name, apis in panels.items()) + "."
     plot = plots.latency_plot(rows, marks(r.faults, r.axis), _api_colors(r), r.axis.bucket_s, out)
     return _section("latency", how, plot=plot, tables=["latency"])
 

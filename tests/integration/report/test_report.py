@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from loadtest.report import build_report
+from loadtest.report.plots import OTHER_PANEL, latency_panels
 from loadtest.report.sections import SECTION_TITLES
 from tests import synthetic_run as synthetic
 
@@ -209,6 +210,24 @@ def test_latency_and_throughput_over_time(run: dict[str, Any]) -> None:
     throughput = table(run, "throughput")
     assert sum(r["count"] for r in throughput if r["series"] == "produced") == run["expected"].produced
     assert {"delivered (classic)", "delivered (share)", "produced"} <= {r["series"] for r in throughput}
+
+
+def test_the_latency_panels_hold_every_api_seen_once(run: dict[str, Any]) -> None:
+    """One chart of every API could not be read: the latency plot draws a row of panels per kind of
+    API, and no API seen may fall out of them (nor be drawn twice)."""
+    seen = {row["api"] for row in table(run, "latency")}
+    assert {"Heartbeat", "OffsetCommit", "Produce", "ShareFetch"} <= seen
+    panels = latency_panels(seen)
+    drawn = [api for apis in panels.values() for api in apis]
+    assert sorted(drawn) == sorted(seen)
+    assert panels["group membership"] and panels["offsets"] and panels["data"]
+    how = run["html"].split('id="latency"')[1].split('class="how">')[1].split("</p>")[0]
+    for name, apis in panels.items():
+        assert f"<i>{name}</i> ({', '.join(apis)})" in how
+    # APIs no panel names (admin calls, any API added later) are drawn in the last one.
+    later = latency_panels({"JoinGroup", "ConsumerGroupHeartbeat", "SomeFutureApi", "DescribeGroups"})
+    assert later == {"group membership": ["ConsumerGroupHeartbeat", "JoinGroup"],
+                     OTHER_PANEL: ["DescribeGroups", "SomeFutureApi"]}
 
 
 def test_final_offsets_join_events_and_coordinator_records(run: dict[str, Any]) -> None:

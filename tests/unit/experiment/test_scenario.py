@@ -29,8 +29,22 @@ def fault(text: str) -> str:
 
 def test_the_demo_scenario_parses_with_its_five_faults():
     scenario = parse_scenario(demo_scenario_text())
-    assert len(scenario.faults) == 5 and len(scenario.classic_groups()) == 18
+    assert len(scenario.faults) == 5 and len(scenario.classic_groups()) == 13
     assert {f.action for f in scenario.faults} == {"kill", "pause"}
+
+
+def test_the_demo_runs_consumer_protocol_groups_beside_classic_ones_with_the_same_load():
+    """Consumer groups took the place of some classic ones: the demo's members and groups are as
+    many as before (218 clients, 18 consumer groups), so it is no slower on a 2-core machine; and
+    its consumer groups show each key a consumer group may have."""
+    scenario = parse_scenario(demo_scenario_text())
+    consumer = scenario.consumer_groups()
+    assert len(consumer) == 5 and len(scenario.classic_groups()) + len(consumer) == 18
+    members = sum(g.count * g.members for g in scenario.groups) + sum(g.count * g.members for g in scenario.share_groups)
+    assert members == 218
+    specs = {spec.name: spec for spec in scenario.groups if spec.protocol == "consumer"}
+    assert specs["ledger"].churn_every_s > 0 and specs["settle"].server_assignor == "range"
+    assert specs["analytics"].topic_regex and set(specs["analytics"].topics) == {"orders", "payments"}
 
 
 def test_every_selector_counts_gateway_0_and_an_expanded_group_name_included():
