@@ -382,6 +382,10 @@ class GroupChange:
             if old and group.num_subscribed_members(old) == 1:
                 self.records.append(r.consumer_regular_expression_tombstone(gid, old))
                 self.regexes.pop(old, None)
+            if old and not new:
+                # KAFKA-19899 (Kafka 4.2): no regex is a resolved one, matching nothing; the
+                # target must drop the topics the old one gave the member now.
+                change = _RegexChange.REGEX_UPDATED_AND_RESOLVED
             if new:
                 if group.num_subscribed_members(new) == 0:
                     reason = invalid_reason(new)

@@ -338,3 +338,16 @@ def test_a_fenced_member_rejoins_with_epoch_zero_and_keeps_its_place():
     assert r.error_code == NONE and r.member_id == "m1" and r.assignment is not None
     assert set(ctx.group().members) == {"m1", "m2"}
     assert_owned_once(ctx)
+
+
+def test_dropping_a_regex_bumps_the_group_epoch():
+    """KAFKA-19899: a member that goes from a regex to none loses the regex's topics at once, even
+    when another member still names them (so the subscribed topics' metadata hash is the same)."""
+    ctx = ConsumerContext(topic("orders-a", 2), topic("foo", 1))
+    ctx.join("m1", ["foo"], regex="orders-.*")
+    ctx.join("m2", ["orders-a"])
+    group_epoch = ctx.group().group_epoch
+    r = ctx.heartbeat("m1", ctx.member("m1").member_epoch, regex="")
+    assert ctx.group().group_epoch == group_epoch + 1 and ctx.group().resolved_regular_expressions == {}
+    assert {ctx.shard.topics_image.by_id[t].name for t in assignment_of(r)} <= {"foo"}
+    assert_owned_once(ctx)
