@@ -7,6 +7,7 @@
     python -m loadtest.bench reload | member-memory
     python -m loadtest.bench share-consume | share-ack-latency | share-state-writes | share-memory | share-assign
     python -m loadtest.bench locust-capacity
+    python -m loadtest.bench protocols-rebalance | protocols-heartbeat   (classic vs KIP-848's consumer protocol)
 
 Every figure is printed next to the same measurement against a peer: `responder` (loadtest.responder,
 same client, same protocol code, no actors or logs: the limit of the client and this machine), `tansu`
@@ -16,7 +17,9 @@ alternately, best of --rounds. Absolute numbers depend on the machine; nothing h
 docs/performance.md holds the figures and how they were taken.
 """
 
-from loadtest.bench import commands_classic, commands_locust, commands_share, profile, spy  # noqa: F401 - they register
+from loadtest.bench import (  # noqa: F401 - they register
+    commands_classic, commands_locust, commands_protocols, commands_share, profile, spy,
+)
 from loadtest.bench.app import app
 from loadtest.bench.clients import api_rates, produce_fetch_rates
 from loadtest.bench.systems import raygroups, raygroups_cluster, responder

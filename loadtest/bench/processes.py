@@ -18,25 +18,74 @@ from typing import Any
 
 from loadtest.drivers.crowd import Crowd
 from loadtest.members.classic import ClassicConfig, ClassicMember, ClassicState
-from loadtest.members.machine import parse_bootstrap
+from loadtest.members.consumer import ConsumerConfig, ConsumerMember, ConsumerState
+from loadtest.members.machine import Millis, parse_bootstrap
 
 TOPIC = "bench-groups"
+Member = ClassicMember | ConsumerMember
 
 
 @dataclass(frozen=True)
 class Spec:
-    """A light classic member to run: `process` picks which client process holds it."""
+    """A light member to run, classic or of KIP-848's consumer protocol (`protocol`, Kafka's
+    group.protocol): `process` picks which client process holds it."""
 
     name: str
     group: str
     process: int = 0
     pool: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
+    protocol: str = "classic"
+    topic: str = TOPIC
+    timed: bool = False  # note since when it has been settled as it is (_SettleClock)
 
-    def build(self, bootstrap: str) -> ClassicMember:
+    def build(self, bootstrap: str) -> Member:
+        brokers = parse_bootstrap(bootstrap)
+        if self.protocol == "consumer":
+            config = ConsumerConfig(self.group, [self.topic], **{"fetch": False, **self.config})
+            return (TimedConsumer if self.timed else ConsumerMember)(self.name, brokers, config, pool=self.pool)
         settings = {"session_timeout_ms": 30_000, "fetch": False, **self.config}
-        return ClassicMember(self.name, parse_bootstrap(bootstrap), ClassicConfig(self.group, [TOPIC], **settings),
-                             pool=self.pool)
+        config = ClassicConfig(self.group, [self.topic], **settings)
+        return (TimedClassic if self.timed else ClassicMember)(self.name, brokers, config, pool=self.pool)
+
+
+class _SettleClock:
+    """Since when the member has been settled (_settled) as it is now, in this generation (a
+    consumer member's: its member epoch) with these partitions: noted after every answer and
+    timer, so a member whose assignment does not change, which reaches a new epoch with no
+    observation row of its own, is timed too; None while it is not settled. A consumer member
+    may be settled at the new epoch before it is given a partition another member still has to
+    revoke (the coordinator holds it back), and settle again once it takes it: what counts is the
+    last time, once the whole group is done."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.settled_since: Millis | None = None
+        self._settled_as: tuple[int, frozenset[tuple[str, int]]] | None = None
+
+    def receive(self, request_id: int, response: Any, now: Millis, size: int | None = None) -> None:
+        super().receive(request_id, response, now, size)  # type: ignore[misc]
+        self._note(now)
+
+    def tick(self, now: Millis) -> None:
+        super().tick(now)  # type: ignore[misc]
+        self._note(now)
+
+    def _note(self, now: Millis) -> None:
+        member: Any = self
+        owned = frozenset((t, p) for t, ps in member.assignment.items() for p in ps)
+        now_as = (member.generation, owned) if _settled(member) else None
+        if now_as != self._settled_as:
+            self._settled_as = now_as
+            self.settled_since = None if now_as is None else now
+
+
+class TimedClassic(_SettleClock, ClassicMember):
+    pass
+
+
+class TimedConsumer(_SettleClock, ConsumerMember):
+    pass
 
 
 @dataclass(frozen=True)
@@ -45,16 +94,23 @@ class Status:
     stable: int  # Stable with a position for every partition assigned
     min_generation: int
     max_generation: int
+    owned: int = 0  # partitions the members hold, summed
 
     @staticmethod
     def merge(parts: list["Status"]) -> "Status":
         present = [p for p in parts if p.members]
         return Status(sum(p.members for p in parts), sum(p.stable for p in parts),
-                      min((p.min_generation for p in present), default=-1), max((p.max_generation for p in present), default=-1))
+                      min((p.min_generation for p in present), default=-1), max((p.max_generation for p in present), default=-1),
+                      sum(p.owned for p in parts))
 
 
-def _settled(m: ClassicMember) -> bool:
-    return m.state is ClassicState.STABLE and len(m.positions) == sum(len(ps) for ps in m.assignment.values())
+def _settled(m: Member) -> bool:
+    """Stable with a position for every partition it owns, and nothing being revoked (a cooperative
+    classic member is Stable as its SyncGroup answers, then commits what moves, drops it and rejoins;
+    a member asked to rejoin after its SyncGroup will rejoin)."""
+    stable = ClassicState.STABLE if isinstance(m, ClassicMember) else ConsumerState.STABLE
+    return (m.state is stable and len(m.positions) == sum(len(ps) for ps in m.assignment.values())
+            and not m._revoking and not getattr(m, "_rejoin_after_sync", False))
 
 
 class Members:
@@ -63,7 +119,7 @@ class Members:
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
         self.crowd = Crowd()
-        self.by_name: dict[str, ClassicMember] = {}
+        self.by_name: dict[str, Member] = {}
 
     def start(self, specs: list[Spec]) -> None:
         members = [s.build(self.bootstrap) for s in specs]
@@ -74,13 +130,17 @@ class Members:
         members = list(self.by_name.values())
         generations = [m.generation for m in members]
         return Status(len(members), sum(_settled(m) for m in members), min(generations, default=-1),
-                      max(generations, default=-1))
+                      max(generations, default=-1), sum(len(ps) for m in members for ps in m.assignment.values()))
 
     def count(self, api: str, since_ms: float, until_ms: float) -> int:
         return sum(1 for r in self.crowd.where("response", since_ms, api=api, error="NONE") if r["time"] <= until_ms)
 
     def times(self, kind: str, since_ms: float, equal: dict[str, Any]) -> list[float]:
         return [r["time"] for r in self.crowd.where(kind, since_ms, **equal)]
+
+    def settled_since(self) -> list[float | None]:
+        """Since when each timed member has been settled as it is now (None: it is not)."""
+        return [getattr(m, "settled_since", None) for m in self.by_name.values()]
 
     @staticmethod
     def cpu() -> float:
@@ -116,8 +176,15 @@ class LocalFleet:
     async def times(self, kind: str, since_ms: float, **equal: Any) -> list[float]:
         return self.here.times(kind, since_ms, equal)
 
+    async def settled_since(self) -> list[float | None]:
+        return self.here.settled_since()
+
     async def cpu(self) -> float:
         return self.here.cpu()
+
+    @property
+    def pids(self) -> list[int]:
+        return []  # the members run in this process
 
     async def stop(self, names: list[str] | None = None) -> None:
         await self.here.stop(names)
@@ -170,6 +237,13 @@ class ProcessFleet:
     async def times(self, kind: str, since_ms: float, **equal: Any) -> list[float]:
         return [t for part in await self._all("times", kind, since_ms, equal) for t in part]
 
+    async def settled_since(self) -> list[float | None]:
+        return [t for part in await self._all("settled_since") for t in part]
+
+    @property
+    def pids(self) -> list[int]:
+        return [c.pid for c in self._children if c.pid is not None]
+
     async def cpu(self) -> float:
         """CPU seconds of the client processes' event loops, summed."""
         return sum(await self._all("cpu"))
@@ -195,13 +269,15 @@ def fleet(bootstrap: str, processes: int) -> LocalFleet | ProcessFleet:
 
 
 async def until_settled(f: LocalFleet | ProcessFleet, timeout_s: float, one_group: bool = False,
-                        newer_than: int = -1, poll_s: float = 0.02) -> Status:
+                        newer_than: int = -1, poll_s: float = 0.02, owned: int | None = None) -> Status:
     """Wait until every member is Stable with a position for each partition it owns; members of
-    `one_group` also in one generation, newer than `newer_than`."""
+    `one_group` also in one generation, newer than `newer_than`; with `owned`, holding that many
+    partitions together."""
     deadline = time.monotonic() + timeout_s
     while True:
         s = await f.status()
-        if s.stable == s.members and (not one_group or s.max_generation == s.min_generation > newer_than):
+        if (s.stable == s.members and (not one_group or s.max_generation == s.min_generation > newer_than)
+                and (owned is None or s.owned == owned)):
             return s
         if time.monotonic() > deadline:
             raise RuntimeError(f"the members did not all reach Stable ({s.stable} of {s.members})")
@@ -229,6 +305,8 @@ async def _serve(pipe: Any, bootstrap: str) -> None:
                 result = here.count(*args)
             elif command == "times":
                 result = here.times(*args)
+            elif command == "settled_since":
+                result = here.settled_since()
             elif command == "cpu":
                 result = here.cpu()
             elif command in ("stop", "close"):
