@@ -16,25 +16,15 @@ from pathlib import Path
 import typer
 
 from loadtest.bench.app import app
+from loadtest.bench.pinning import children  # the process tree from /proc, one copy
 from loadtest.bench.systems import console
 
 PY_SPY = str(Path(sys.executable).with_name("py-spy"))
 
 
-def _children() -> dict[int, list[int]]:
-    tree: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        tree.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    return tree
-
-
 def actors_of(root: int, names: tuple[str, ...]) -> dict[int, str]:
     """ray:: processes under `root` whose command line has one of `names`."""
-    tree, found, todo = _children(), {}, [root]
+    tree, found, todo = children(), {}, [root]
     while todo:
         for pid in tree.get(todo.pop(), []):
             todo.append(pid)
