@@ -8,6 +8,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from cluster.calls import Failed
 from cluster.gateway.context import GatewayContext
 from cluster.gateway.log_limit import RateLimitedLog
 
@@ -102,3 +103,36 @@ async def topic_names(gw: GatewayContext, topics: Any, by_id: bool) -> list[str 
 def partition_known(gw: GatewayContext, topic: str, partition: int) -> bool:
     info = gw.leadership.topics.get(topic)
     return info is not None and 0 <= partition < info.partitions
+
+
+def named_partitions(named: Any) -> dict[str, Any]:
+    """An assignment answered with topic names: ((topic id, name, partitions), ...) as the
+    describe APIs' TopicPartitions."""
+    return {"topic_partitions": [{"topic_id": t, "topic_name": name, "partitions": list(ps)} for t, name, ps in named]}
+
+
+def described_groups(group_ids: Any, per_group: dict[str, Any], member: Any) -> list[dict[str, Any]]:
+    """ShareGroupDescribe's and ConsumerGroupDescribe's DescribedGroups, in the order asked: a group
+    whose coordinator failed answers its error and no members; otherwise the fields both APIs
+    share, and each member as `member(m)` answers it."""
+    groups = []
+    for group_id in group_ids:
+        d = per_group[group_id]
+        if isinstance(d, Failed):
+            groups.append({"error_code": d.error_code, "error_message": kafka_message(d.error_code, d.message),
+                           "group_id": group_id, "members": []})
+            continue
+        groups.append(
+            {
+                "error_code": d.error_code,
+                "error_message": kafka_message(d.error_code, d.error_message),
+                "group_id": d.group_id,
+                "group_state": d.group_state,
+                "group_epoch": d.group_epoch,
+                "assignment_epoch": d.assignment_epoch,
+                "assignor_name": d.assignor_name,
+                "authorized_operations": d.authorized_operations,
+                "members": [member(m) for m in d.members],
+            }
+        )
+    return groups

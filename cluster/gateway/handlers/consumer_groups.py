@@ -17,7 +17,7 @@ from cluster.gateway.answers import build_response
 from cluster.gateway.apis import ApiKey
 from cluster.gateway.connection import Request
 from cluster.gateway.context import GatewayContext
-from cluster.gateway.handlers.common import kafka_message, ms
+from cluster.gateway.handlers.common import described_groups, kafka_message, ms, named_partitions
 
 
 async def consumer_group_heartbeat(gw: GatewayContext, request: Request) -> Any:
@@ -64,52 +64,23 @@ async def consumer_group_heartbeat(gw: GatewayContext, request: Request) -> Any:
     )
 
 
-def _partitions(named: Any) -> dict[str, Any]:
+def _member(m: Any) -> dict[str, Any]:
     return {
-        "topic_partitions": [
-            {"topic_id": tid, "topic_name": name, "partitions": list(parts)} for tid, name, parts in named
-        ]
+        "member_id": m.member_id,
+        "instance_id": m.instance_id,
+        "rack_id": m.rack_id,
+        "member_epoch": m.member_epoch,
+        "client_id": m.client_id,
+        "client_host": m.client_host,
+        "subscribed_topic_names": list(m.subscribed_topic_names),
+        "subscribed_topic_regex": m.subscribed_topic_regex,
+        "assignment": named_partitions(m.assignment),
+        "target_assignment": named_partitions(m.target_assignment),
+        "member_type": m.member_type,
     }
 
 
 async def consumer_group_describe(gw: GatewayContext, request: Request) -> Any:
     b, v = request.body, request.api_version
     per_group = await gw.coordinators.per_group(Op.CONSUMER_DESCRIBE, b.group_ids)
-    groups = []
-    for group_id in b.group_ids:
-        d = per_group[group_id]
-        if isinstance(d, Failed):
-            groups.append(
-                {"error_code": d.error_code, "error_message": kafka_message(d.error_code, d.message),
-                 "group_id": group_id, "members": []}
-            )
-            continue
-        groups.append(
-            {
-                "error_code": d.error_code,
-                "error_message": kafka_message(d.error_code, d.error_message),
-                "group_id": d.group_id,
-                "group_state": d.group_state,
-                "group_epoch": d.group_epoch,
-                "assignment_epoch": d.assignment_epoch,
-                "assignor_name": d.assignor_name,
-                "authorized_operations": d.authorized_operations,
-                "members": [
-                    {
-                        "member_id": m.member_id,
-                        "instance_id": m.instance_id,
-                        "rack_id": m.rack_id,
-                        "member_epoch": m.member_epoch,
-                        "client_id": m.client_id,
-                        "client_host": m.client_host,
-                        "subscribed_topic_names": list(m.subscribed_topic_names),
-                        "subscribed_topic_regex": m.subscribed_topic_regex,
-                        "assignment": _partitions(m.assignment),
-                        "target_assignment": _partitions(m.target_assignment),
-                        "member_type": m.member_type,
-                    }
-                    for m in d.members
-                ],
-            }
-        )
-    return build_response(ApiKey.CONSUMER_GROUP_DESCRIBE, v, {"groups": groups})
+    return build_response(ApiKey.CONSUMER_GROUP_DESCRIBE, v, {"groups": described_groups(b.group_ids, per_group, _member)})
