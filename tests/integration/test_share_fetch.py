@@ -216,3 +216,45 @@ def test_v2_record_limit_takes_exactly_max_records_and_renew_keeps_them_locked(c
         r = fetch(3, [{"first_offset": 0, "last_offset": 4, "acknowledge_types": [1]}])
         assert [p.acknowledge_error_code for t in r.responses for p in t.partitions] == [ErrorCode.none], r
         assert acquired_offsets(r) == [5, 6, 7]
+
+
+def test_acknowledging_records_after_their_partition_moved_is_not_leader_and_they_come_again(cluster):
+    """The member acquired records from the leader at one epoch; the partition moves (a new leader
+    epoch, as node balance or a failover does) before it acknowledges them. The new leader loaded
+    the durable state, where acquisitions do not exist: the acknowledgement fails with
+    NOT_LEADER_OR_FOLLOWER (as at a Kafka broker that stopped leading; before, the new leader
+    answered INVALID_REQUEST for offsets it never gave out), and the records are delivered again."""
+    topic, group, member = "share-moved", "sg-moved", str(uuid.uuid4())
+    create_topic(cluster.bootstrap, topic, 1)
+    confluent_produce(cluster.bootstrap, topic, [(0, None, b"v", []) for _ in range(6)], **{"batch.num.messages": 1})
+    (leader,) = leaders(cluster, topic)
+    status = json.loads(cluster.cli("status", "--json").stdout)
+    other = next(a["name"] for a in status["actors"] if a["kind"] == "partition-leader" and a["name"] != leader)
+    with KioClient(cluster.bootstrap) as client:
+        join(client, group, member, topic, 1)
+        meta = client.call(ApiKey.METADATA, 12, {"topics": [{"name": topic, "topic_id": None}], "allow_auto_topic_creation": False})
+        topic_id = meta.topics[0].topic_id
+        held = acquired_offsets(client.call(ApiKey.SHARE_FETCH, 1, share_fetch_request(group, member, 0, topic_id, 6)))
+        assert held == list(range(6))
+        moved = cluster.cli("move", topic, "0", other)
+        assert moved.returncode == 0, moved.stderr
+        ack = {"topic_id": topic_id, "partitions": [{"partition_index": 0, "acknowledgement_batches": [
+            {"first_offset": 0, "last_offset": 5, "acknowledge_types": [1]}]}]}
+        acked = client.call(ApiKey.SHARE_ACKNOWLEDGE, 1, {
+            "group_id": group, "member_id": member, "share_session_epoch": 1, "topics": [ack]})
+        assert acked.error_code == ErrorCode.none, acked
+        assert [(p.partition_index, p.error_code) for t in acked.responses for p in t.partitions] == [
+            (0, ErrorCode.not_leader_or_follower)], acked
+        again: list[int] = []
+        epoch = 2
+
+        def redelivered() -> bool:
+            nonlocal epoch
+            again.extend(acquired_offsets(client.call(ApiKey.SHARE_FETCH, 1, share_fetch_request(group, member, epoch, topic_id, 6))))
+            epoch += 1
+            return sorted(again) == list(range(6))
+
+        wait_until(redelivered, timeout=30, interval=0.2, what="the moved partition's records delivered again")
+        acked = client.call(ApiKey.SHARE_ACKNOWLEDGE, 1, {
+            "group_id": group, "member_id": member, "share_session_epoch": epoch, "topics": [ack]})
+        assert [(p.partition_index, p.error_code) for t in acked.responses for p in t.partitions] == [(0, ErrorCode.none)], acked
