@@ -8,6 +8,7 @@
     python -m loadtest.bench share-consume | share-ack-latency | share-state-writes | share-memory | share-assign
     python -m loadtest.bench locust-capacity
     python -m loadtest.bench protocols-rebalance | protocols-heartbeat   (classic vs KIP-848's consumer protocol)
+    python -m loadtest.bench latency [--peer tansu]   (unloaded round trips, p50/p99/p999, pinned)
 
 Every figure is printed next to the same measurement against a peer: `responder` (loadtest.responder,
 same client, same protocol code, no actors or logs: the limit of the client and this machine), `tansu`
@@ -18,7 +19,7 @@ docs/performance.md holds the figures and how they were taken.
 """
 
 from loadtest.bench import (  # noqa: F401 - they register
-    commands_classic, commands_locust, commands_protocols, commands_share, profile, spy,
+    commands_classic, commands_latency, commands_locust, commands_protocols, commands_share, profile, spy,
 )
 from loadtest.bench.app import app
 from loadtest.bench.clients import api_rates, produce_fetch_rates

@@ -1,0 +1,64 @@
+"""Unloaded round trips (latency.py measures; this pins and prints): raygroups against a peer in
+the same run, each system on the server's cores and the client on the others."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from loadtest.bench import pinning
+from loadtest.bench.app import JSON, ROUNDS, app
+from loadtest.bench.compare import Figure, best_of, report
+from loadtest.bench.systems import NO_INITIAL_DELAY, console, peers, starter
+
+SERVER_CPUS = typer.Option(None, "--server-cpus", help="CPUs for the system under test, e.g. 0 (default: the first half)")
+CLIENT_CPUS = typer.Option(None, "--client-cpus", help="CPUs for the client, e.g. 1 (default: the rest)")
+APIS = {"api_versions": "ApiVersions", "metadata": "Metadata (1 topic)", "heartbeat": "Heartbeat",
+        "commit": "OffsetCommit (raygroups fsyncs)"}
+
+
+def _pinned(cores: pinning.Cores | None, workload: Any) -> Any:
+    """The workload with the system (every process this one started) on the server's cores and
+    this process, the client, on the client's; its own cores back afterwards."""
+    def run(name: str, bootstrap: str) -> dict[str, float]:
+        if cores is None:
+            return workload(bootstrap)
+        mine = os.sched_getaffinity(0)
+        for pid in pinning.descendants(os.getpid()):
+            pinning.pin(pid, cores.server)
+        pinning.pin(os.getpid(), cores.client)
+        try:
+            return workload(bootstrap)
+        finally:
+            pinning.pin(os.getpid(), frozenset(mine))
+    return run
+
+
+@app.command("latency")
+def latency(
+    samples: int = typer.Option(2000, help="timed round trips of each API (after 200 untimed)"),
+    peer: str = typer.Option("tansu", "--peer", help="tansu, responder, both, none"),
+    rounds: int = ROUNDS,
+    server_cpus: str | None = SERVER_CPUS,
+    client_cpus: str | None = CLIENT_CPUS,
+    json_out: Path | None = JSON,
+) -> None:
+    """Unloaded round trips (one connection, one request at a time): p50/p99/p999 of ApiVersions,
+    Metadata, Heartbeat and OffsetCommit, raygroups against a peer, the system pinned to the server's
+    cores and the client to its own."""
+    from loadtest.bench.latency import QUANTILES, unloaded_round_trips
+
+    cores = pinning.split(server_cpus, client_cpus)
+    chosen = [] if peer == "none" else peers(peer)
+    systems = {name: starter(name, 1, **NO_INITIAL_DELAY) for name in [*chosen, "raygroups"]}
+    figures = [Figure(f"{api}_{q}_ms", f"{label} {q}", higher_is_better=False, unit=" ms")
+               for api, label in APIS.items() for q in QUANTILES]
+    results = best_of(systems, _pinned(cores, lambda b: unloaded_round_trips(b, samples)), figures, rounds)
+    placement = cores.describe() if cores else "not pinned (needs Linux and two cores)"
+    report(f"unloaded round trips, {samples:,} of each API on one connection, best of {rounds}; {placement}",
+           results, figures, json_out, placement=placement, samples=samples)
+    console.print("p50/p99/p999: nearest-rank quantiles of one request's round trip, its last byte sent to its "
+                  "answer's last byte read (lower is better)")
