@@ -8,7 +8,9 @@ import logging
 import os
 from typing import Any
 
+from cluster.calls import Endpoint
 from cluster.calls.kinds import ActorKind
+from cluster.channels import ChannelServer
 
 
 def identity(name: str, kind: ActorKind) -> dict[str, Any]:
@@ -25,3 +27,20 @@ def setup_logging() -> None:
 async def wait_forever() -> None:
     """Never returns: the controller awaits it to learn, through Ray, that the actor died."""
     await asyncio.Event().wait()
+
+
+class ChannelHost:
+    """An actor's channel (cluster/channels): the methods the clients call (the Endpoints) reached
+    over a local socket; opened on the first `channel_address`, a Ray call of the first caller."""
+
+    _channel_server: ChannelServer | None = None
+
+    async def channel_address(self) -> tuple[str, str]:
+        """(this actor's Ray node, its channel's socket path)."""
+        import ray
+
+        if self._channel_server is None:
+            methods = {e.method for e in Endpoint if callable(getattr(self, e.method, None))}
+            self._channel_server = ChannelServer(self, methods)
+        path = await self._channel_server.start()
+        return ray.get_runtime_context().get_node_id(), path

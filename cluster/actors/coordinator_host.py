@@ -14,7 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from kernel.codec import RecordCodec
 
-from cluster.actors.common import identity, wait_forever
+from cluster.actors.common import ChannelHost, identity, wait_forever
 from cluster.calls import CoordinatorItem, Failed, FetchItem, ListOffsetsItem, LogEnd
 from cluster.calls.kinds import ActorKind
 from cluster.config import Config
@@ -244,7 +244,7 @@ class CoordinatorHost:
         self.executor.shutdown(wait=True)
 
 
-class CoordinatorActorBody:
+class CoordinatorActorBody(ChannelHost):
     """What the group and share coordinator actors have in common (their Ray shells subclass it)."""
 
     host: CoordinatorHost

@@ -25,7 +25,7 @@ from kio.schema.errors import ErrorCode
 from cluster.calls import FetchItem, ListOffsetsItem, LogEnd, ProduceItem
 from cluster.calls.kinds import ActorKind
 
-from cluster.actors.common import identity, setup_logging, wait_forever
+from cluster.actors.common import ChannelHost, identity, setup_logging, wait_forever
 from cluster.config import Config
 from cluster.leadership import Leadership, empty_leadership
 from cluster.log import FlushPolicy, LogConfig, PartitionLog
@@ -242,7 +242,7 @@ def _rebuild_producer_state(log: PartitionLog) -> ProducerStateManager:
 
 
 @ray.remote
-class PartitionLeaderActor:
+class PartitionLeaderActor(ChannelHost):
     def __init__(self, name: str, config: Config, data_dir: str, controller: Any = None) -> None:
         setup_logging()
         self.router = Router(controller, empty_leadership())

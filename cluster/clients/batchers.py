@@ -1,8 +1,8 @@
-"""One Ray call per actor method and event-loop tick.
+"""One call per actor method and event-loop tick.
 
-A Ray call costs far more than the work of a heartbeat or a small produce, so every call to an
-actor method made within one tick travels in one Ray call carrying the list of items; the
-actor answers a list in the same order. Operations that may park (JoinGroup, SyncGroup) start
+A call to an actor (through Ray, or its channel: cluster/clients/links.py) costs more than the
+work of a heartbeat or a small produce, so every call to an actor method made within one tick
+travels in one call carrying the list of items; the actor answers a list in the same order. Operations that may park (JoinGroup, SyncGroup) start
 this way too; their answers come back over the coordinator's answer channel
 (cluster/clients/parked_answers.py). Endpoints that are packed (the group coordinators') travel as
 one pickle each way (cluster/calls/packing.py), at most two calls per coordinator under way: what comes meanwhile waits for the
@@ -17,6 +17,7 @@ from typing import Any
 from ray.exceptions import RayActorError
 
 from cluster.calls import Endpoint, pack, unpack
+from cluster.clients.links import ActorLink
 
 
 class ActorBatcher:
@@ -24,9 +25,9 @@ class ActorBatcher:
     # one to end and goes in the next, so under load a batch is what arrived during a call.
     max_in_flight: int | None = None
 
-    def __init__(self, handle: Any, endpoint: Endpoint) -> None:
-        # The Ray method is bound once per batcher; Ray handles expose an actor's methods by name.
-        self._method = getattr(handle, endpoint.method)
+    def __init__(self, link: ActorLink, endpoint: Endpoint) -> None:
+        self._link = link
+        self._method = endpoint.method
         self._items: list[Any] = []
         self._futures: list[asyncio.Future] = []
         self._scheduled = False
@@ -48,7 +49,7 @@ class ActorBatcher:
     def _flush(self) -> None:
         items, futures = self._items, self._futures
         self._items, self._futures, self._scheduled = [], [], False
-        ref = self._method.remote(self._outbound(items))
+        ref = self._link.call(self._method, self._outbound(items))
         self._in_flight += 1
         asyncio.ensure_future(self._deliver(ref, futures))
 
@@ -88,5 +89,5 @@ class PackedBatcher(ActorBatcher):
     max_in_flight = 2
 
 
-def batcher_for(handle: Any, endpoint: Endpoint) -> ActorBatcher:
-    return PackedBatcher(handle, endpoint) if endpoint.packed else ActorBatcher(handle, endpoint)
+def batcher_for(link: ActorLink, endpoint: Endpoint) -> ActorBatcher:
+    return PackedBatcher(link, endpoint) if endpoint.packed else ActorBatcher(link, endpoint)

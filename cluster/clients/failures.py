@@ -1,8 +1,9 @@
 """What a dead or unreachable actor looks like to a caller, in one place.
 
 Ray reports an actor that died before or during a call as RayActorError (or another RayError),
-and an awaited call whose actor went away mid-await may surface as a cancellation. Callers
-treat all of them alike: the partition has no reachable leader right now.
+and an awaited call whose actor went away mid-await may surface as a cancellation; a call over the
+actor's channel (cluster/channels) whose socket closed fails with ChannelClosed. Callers treat
+all of them alike: the partition has no reachable leader right now.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Any
 
 from ray.exceptions import RayActorError, RayError
 
-ACTOR_GONE = (RayActorError, RayError, asyncio.CancelledError)
+from cluster.channels import ChannelClosed
+
+ACTOR_GONE = (RayActorError, RayError, ChannelClosed, asyncio.CancelledError)
 
 
 async def answer_or_none(ref: Any) -> Any:

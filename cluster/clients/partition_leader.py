@@ -203,9 +203,9 @@ class PartitionLeaderClient:
             if pending and not woken and any(o and any(x.acquired for x in o) for o in (t.result() for t in done)):
                 woken = True
                 for actor in pending.values():
-                    handle, wake_key, _ = calls[actor]
-                    if handle is not None:
-                        handle.share_wake.remote([wake_key])
+                    link, wake_key, _ = calls[actor]
+                    if link is not None:
+                        _fire(link.call("share_wake", [wake_key]))
         answers = {actor: calls[actor][2].result() for actor in per_actor}
         if closed is None or not closed():
             await self._hand_on(spec, per_actor, budgets, answers, in_flight)
@@ -232,7 +232,7 @@ class PartitionLeaderClient:
         self, actor: str, spec: ShareFetchSpec, items: tuple[ShareItem, ...], max_records: int, max_wait_ms: int,
         in_flight: dict[Any, tuple[str, str]] | None,
     ) -> tuple[Any, str, asyncio.Future]:
-        handle = self.router.handle(actor)
+        link = self.router.link(actor)
         wake_key = f"{spec.gateway}:{next(_wake_keys)}"
         call = ShareFetchCall(
             spec.group_id,
@@ -246,11 +246,11 @@ class PartitionLeaderClient:
             gateway=spec.gateway,
             record_limit=spec.record_limit,
         )
-        task = asyncio.ensure_future(answer_or_none(handle.share_fetch.remote(call) if handle is not None else None))
+        task = asyncio.ensure_future(answer_or_none(link.call("share_fetch", call) if link is not None else None))
         if in_flight is not None:
             in_flight[task] = (actor, wake_key)
             task.add_done_callback(lambda t: in_flight.pop(t, None))
-        return handle, wake_key, task
+        return link, wake_key, task
 
     async def _hand_on(
         self,
@@ -286,20 +286,20 @@ class PartitionLeaderClient:
 
     def share_wake(self, actor: str, wake_keys: list[str]) -> None:
         """End these long polls on `actor` now (fire and forget: a dead actor has nothing to end)."""
-        handle = self.router.handle(actor)
-        if handle is not None:
-            handle.share_wake.remote(wake_keys)
+        link = self.router.link(actor)
+        if link is not None:
+            _fire(link.call("share_wake", wake_keys))
 
     async def share_release(self, group_id: str, member_id: str, partitions: Iterable[tuple[str, int]]) -> None:
         """Release what the member holds on these partitions, on each leader in parallel."""
         await self._on_leaders(
-            partitions, lambda handle, items: handle.share_release.remote(group_id, member_id, items)
+            partitions, lambda link, items: link.call("share_release", group_id, member_id, items)
         )
 
     async def share_evict(self, group_id: str, partitions: Iterable[tuple[str, int]], gateway: int) -> None:
         """Tell the leaders that `gateway` has no session of the group left on these partitions."""
         await self._on_leaders(
-            partitions, lambda handle, items: handle.share_evict.remote(group_id, items, gateway=gateway)
+            partitions, lambda link, items: link.call("share_evict", group_id, items, gateway=gateway)
         )
 
     async def _on_leaders(self, partitions: Iterable[tuple[str, int]], send: Any) -> None:
@@ -310,9 +310,9 @@ class PartitionLeaderClient:
                 per_actor.setdefault(route[0], []).append((topic, p))
         refs = []
         for actor, items in per_actor.items():
-            handle = self.router.handle(actor)
-            if handle is not None:
-                refs.append(answer_or_none(send(handle, items)))
+            link = self.router.link(actor)
+            if link is not None:
+                refs.append(answer_or_none(send(link, items)))
         await asyncio.gather(*refs)
 
 
@@ -337,3 +337,8 @@ def _acquired_elsewhere(acquired_epoch: int, epoch: int) -> ShareOutcome:
         f"the records were acquired from the leader at epoch {acquired_epoch}; the leader is now at epoch {epoch}"
     )
     return out
+
+
+def _fire(call: Any) -> None:
+    """A call whose answer nobody waits for (a wake): a dead actor has nothing to end."""
+    asyncio.ensure_future(answer_or_none(call))

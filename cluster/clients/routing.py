@@ -20,6 +20,7 @@ from cluster.calls import Endpoint
 from cluster.clients.batchers import ActorBatcher, batcher_for
 from cluster.clients.controller import ControllerClient
 from cluster.clients.failures import ACTOR_GONE
+from cluster.clients.links import ActorLink, this_node
 from cluster.leadership import Leadership
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,8 @@ class Router:
         self.controller = ControllerClient(controller)
         self.leadership = leadership
         self._batchers: dict[tuple[str, Endpoint], ActorBatcher] = {}
+        self._links: dict[str, ActorLink] = {}
+        self._node = this_node()
         self._refresh: asyncio.Future | None = None
         self.refreshes = 0
 
@@ -43,11 +46,13 @@ class Router:
             return
         old_handles = self.leadership.handles
         self.leadership = leadership
-        # Batchers hold handles: drop those of actors that are gone or were replaced.
-        for key in list(self._batchers):
-            name = key[0]
-            if name not in leadership.handles or leadership.handles[name] is not old_handles.get(name):
-                del self._batchers[key]
+        # Links and batchers hold handles: drop those of actors that are gone or were replaced.
+        replaced = {name for name in {*self._links, *(k[0] for k in self._batchers)}
+                    if name not in leadership.handles or leadership.handles[name] is not old_handles.get(name)}
+        for key in [k for k in self._batchers if k[0] in replaced]:
+            del self._batchers[key]
+        for name in replaced & set(self._links):
+            self._links.pop(name).close()
 
     async def refresh(self) -> Leadership:
         """Pull the map from the controller; concurrent callers share one pull."""
@@ -69,15 +74,25 @@ class Router:
     def handle(self, actor: str) -> Any:
         return self.leadership.handles.get(actor)
 
+    def link(self, actor: str) -> ActorLink | None:
+        """How to reach `actor` (its channel, or Ray): None when it is not live."""
+        link = self._links.get(actor)
+        if link is None:
+            handle = self.handle(actor)
+            if handle is None:
+                return None
+            link = self._links[actor] = ActorLink(handle, self._node)
+        return link
+
     def call(self, actor: str, endpoint: Endpoint, item: Any) -> asyncio.Future:
         batcher = self._batchers.get((actor, endpoint))
         if batcher is None:
-            handle = self.handle(actor)
-            if handle is None:
+            link = self.link(actor)
+            if link is None:
                 future = asyncio.get_running_loop().create_future()
                 future.set_exception(NoLeader(f"{actor} is not live"))
                 return future
-            batcher = self._batchers[(actor, endpoint)] = batcher_for(handle, endpoint)
+            batcher = self._batchers[(actor, endpoint)] = batcher_for(link, endpoint)
         return batcher.call(item)
 
     async def call_leader(

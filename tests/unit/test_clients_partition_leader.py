@@ -13,6 +13,7 @@ from ray.exceptions import RayActorError
 from sharestate.state_batches import AcknowledgementBatch, AcquiredRecords
 
 from cluster.calls import FetchItem, FetchPartition, ShareFetchSpec, SharePartitionCall
+from cluster.clients.links import ActorLink
 from cluster.clients.partition_leader import PartitionLeaderClient
 from cluster.partition import FetchOutcome
 from cluster.share.requests import ShareOutcome
@@ -40,6 +41,11 @@ class FakeRouter:
 
     def handle(self, actor):
         return self.handles.get(actor)
+
+    def link(self, actor):
+        """Through the handle, as outside Ray (no node: no channel)."""
+        handle = self.handles.get(actor)
+        return None if handle is None else ActorLink(handle, None)
 
     async def refresh(self):
         self.refreshes += 1
@@ -270,8 +276,13 @@ def test_release_and_evict_go_once_to_each_leader_and_skip_partitions_without_on
     assert a.share_release.calls == [("g", "m", [("t", 0), ("t", 2)])]
     assert b.share_release.calls == [("g", "m", [("t", 1)])]
     assert b.share_evict.calls == [("g", [("t", 1)], 7)] and a.share_evict.calls == []
-    client.share_wake("b", ["7:1"])
-    client.share_wake("gone", ["7:2"])  # no actor: nothing to wake
+
+    async def wake():
+        client.share_wake("b", ["7:1"])
+        client.share_wake("gone", ["7:2"])  # no actor: nothing to wake
+        await asyncio.sleep(0)
+
+    asyncio.run(wake())
     assert b.share_wake.calls == [(["7:1"],)]
 
 

@@ -6,7 +6,9 @@ group coordinator body (its real host, runtime and GroupCoordinatorShard) run in
 actor call between them is a direct call with the same arguments Ray would carry (the packed batch
 bytes). A member joins and syncs first; then a profile hook follows the Heartbeat in each of its
 forms (`Taint`) from its bytes arriving to its answer's bytes being written. Ray itself is not
-counted (it is not ours), nor the Kafka codec library. At a4eeb8c, before issue 22, the same
+counted (it is not ours), nor the Kafka codec library; nor the actor channel that takes Ray's place
+between processes on one node (cluster/channels: frames.py and server.py on the route; Ray is not
+running here, so the link calls the handle). At a4eeb8c, before issue 22, the same
 measure gave 21 files on the route and 32 that ran.
 
     python -m tests.unit.test_heartbeat_walk     # prints the walk, file by file

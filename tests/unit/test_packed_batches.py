@@ -15,6 +15,7 @@ from coordinator.classic.messages import CommitPartition, HeartbeatRequest, Hear
 from cluster.calls import CoordinatorItem, Endpoint, Failed, pack, unpack
 from cluster.calls import CoordinatorOp as Op
 from cluster.clients.batchers import ActorBatcher, PackedBatcher, batcher_for
+from cluster.clients.links import ActorLink
 
 
 class FakeHandle:
@@ -49,8 +50,8 @@ def test_pack_round_trips_and_falls_back_to_the_list_for_what_pickle_refuses():
 
 def test_only_the_packed_endpoints_get_a_packed_batcher():
     handle = FakeHandle(lambda arg: arg)
-    assert type(batcher_for(handle, Endpoint.COORDINATOR)) is PackedBatcher
-    assert type(batcher_for(handle, Endpoint.SHARE_STATE)) is ActorBatcher
+    assert type(batcher_for(ActorLink(handle, None), Endpoint.COORDINATOR)) is PackedBatcher
+    assert type(batcher_for(ActorLink(handle, None), Endpoint.SHARE_STATE)) is ActorBatcher
     assert [e for e in Endpoint if e.packed] == [Endpoint.COORDINATOR]
 
 
@@ -58,7 +59,7 @@ def test_a_packed_batch_sends_one_pickle_and_answers_each_caller_in_order():
     handle = FakeHandle(lambda arg: pickle.dumps(ANSWERS))
 
     async def main():
-        batcher = batcher_for(handle, Endpoint.COORDINATOR)
+        batcher = batcher_for(ActorLink(handle, None), Endpoint.COORDINATOR)
         return await asyncio.gather(*(batcher.call(item) for item in ITEMS))
 
     assert asyncio.run(main()) == ANSWERS
@@ -71,7 +72,7 @@ def test_an_unpicklable_batch_goes_as_a_list_and_a_list_answer_is_taken_as_is():
     odd = CoordinatorItem(Op.HEARTBEAT, 1, 1, lambda: None)
 
     async def main():
-        batcher = batcher_for(handle, Endpoint.COORDINATOR)
+        batcher = batcher_for(ActorLink(handle, None), Endpoint.COORDINATOR)
         return await asyncio.gather(batcher.call(odd), batcher.call(ITEMS[0]))
 
     assert asyncio.run(main()) == ["ok", "ok"]
@@ -85,7 +86,7 @@ def test_a_failed_packed_call_fails_every_caller():
     handle = FakeHandle(boom)
 
     async def main():
-        batcher = batcher_for(handle, Endpoint.COORDINATOR)
+        batcher = batcher_for(ActorLink(handle, None), Endpoint.COORDINATOR)
         return await asyncio.gather(*(batcher.call(item) for item in ITEMS), return_exceptions=True)
 
     assert all(isinstance(outcome, RuntimeError) for outcome in asyncio.run(main()))
@@ -115,7 +116,7 @@ class GatedHandle:
 def test_at_most_two_packed_calls_are_under_way_and_the_rest_waits_to_go_in_one():
     async def main():
         handle = GatedHandle()
-        batcher = batcher_for(handle, Endpoint.COORDINATOR)
+        batcher = batcher_for(ActorLink(handle, None), Endpoint.COORDINATOR)
         first = batcher.call(1)
         await asyncio.sleep(0)
         second = batcher.call(2)
