@@ -8,7 +8,7 @@ import asyncio
 import itertools
 from typing import Any
 
-from cluster.channels.frames import OK, FrameBuffer, call_frame, parse_answer
+from cluster.channels.frames import CANCEL, OK, FrameBuffer, call_frame, parse_answer
 
 
 class ChannelClosed(ConnectionError):
@@ -37,7 +37,13 @@ class ChannelClient(asyncio.Protocol):
         call_id = next(self.ids)
         self.pending[call_id] = future
         self.transport.write(call_frame(call_id, method, args, kwargs))
+        future.add_done_callback(lambda f: self._cancelled(call_id) if f.cancelled() else None)
         return future
+
+    def _cancelled(self, call_id: int) -> None:
+        """A call its caller cancelled is cancelled at the actor too (as ray.cancel does)."""
+        if self.pending.pop(call_id, None) is not None and not self.closed and self.transport is not None:
+            self.transport.write(call_frame(call_id, CANCEL, (), {}))
 
     def close(self) -> None:
         if self.transport is not None:

@@ -17,6 +17,7 @@ CALL = struct.Struct(">IQH")  # size, call id, method name length
 ANSWER = struct.Struct(">IQB")  # size, call id, status
 SIZE = struct.Struct(">I")
 OK, RAISED = 0, 1
+CANCEL = ""  # the method of a frame that cancels the call of its id
 # One frame may carry a batch of many calls' records (a produce of megabytes): far above those,
 # a size this large is a corrupt stream, not a frame.
 MAX_FRAME = 1 << 30

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from cluster.channels.frames import OK, RAISED, FrameBuffer, answer_frame, parse_call
+from cluster.channels.frames import CANCEL, OK, RAISED, FrameBuffer, answer_frame, parse_call
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,6 @@ class ChannelServer:
         self.methods = frozenset(methods)
         self.path: str | None = None
         self._server: asyncio.AbstractServer | None = None
-        self._tasks: set[asyncio.Task] = set()
         self.transports: set[asyncio.BaseTransport] = set()
 
     async def start(self) -> str:
@@ -55,13 +54,20 @@ class ChannelServer:
             except OSError:
                 pass
 
-    def run(self, transport: asyncio.Transport, frame: bytes) -> None:
+    def run(self, connection: _Connection, frame: bytes) -> None:
         call_id, method, args, kwargs = parse_call(frame)
-        task = asyncio.ensure_future(self._answer(transport, call_id, method, args, kwargs))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        if method == CANCEL:
+            # The caller stopped waiting (a long poll no longer needed): stop the call, as
+            # ray.cancel stops an async actor's task; it answers nothing.
+            task = connection.calls.pop(call_id, None)
+            if task is not None:
+                task.cancel()
+            return
+        task = asyncio.ensure_future(self._answer(connection, call_id, method, args, kwargs))
+        connection.calls[call_id] = task
+        task.add_done_callback(lambda _t: connection.calls.pop(call_id, None))
 
-    async def _answer(self, transport: asyncio.Transport, call_id: int, method: str, args: tuple,
+    async def _answer(self, connection: _Connection, call_id: int, method: str, args: tuple,
                       kwargs: dict[str, Any]) -> None:
         try:
             if method not in self.methods:
@@ -75,7 +81,8 @@ class ChannelServer:
                 frame = answer_frame(call_id, RAISED, exc)
             except Exception:  # noqa: BLE001 - an exception that does not pickle goes as text
                 frame = answer_frame(call_id, RAISED, RuntimeError(f"{type(exc).__name__}: {exc}"))
-        if not transport.is_closing():
+        transport = connection.transport
+        if transport is not None and not transport.is_closing():
             transport.write(frame)
 
 
@@ -84,12 +91,14 @@ class _Connection(asyncio.Protocol):
         self.server = server
         self.buffer = FrameBuffer()
         self.transport: asyncio.Transport | None = None
+        self.calls: dict[int, asyncio.Task] = {}  # under way, by call id
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         self.server.transports.add(transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        # The caller is gone (its process died): like Ray, what it started runs on; no answer goes.
         self.server.transports.discard(self.transport)
 
     def data_received(self, data: bytes) -> None:
@@ -101,4 +110,4 @@ class _Connection(asyncio.Protocol):
             self.transport.close()
             return
         for frame in frames:
-            self.server.run(self.transport, frame)
+            self.server.run(self, frame)

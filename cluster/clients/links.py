@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable
 from typing import Any
 
 from cluster.channels import ChannelClient
@@ -43,7 +42,8 @@ class ActorLink:
         self._opening: asyncio.Task | None = None
         self._next_try = 0.0 if node_id is not None and hasattr(handle, "channel_address") else float("inf")
 
-    def call(self, method: str, *args: Any, **kwargs: Any) -> Awaitable[Any]:
+    def call(self, method: str, *args: Any, **kwargs: Any) -> asyncio.Future:
+        """The actor's answer; cancelling it cancels the call at the actor (a long poll)."""
         channel = self.channel
         if channel is not None and not channel.closed and self._ray_calls == 0:
             return channel.call(method, *args, **kwargs)
@@ -53,7 +53,7 @@ class ActorLink:
         if self.channel is None and self._opening is None and time.monotonic() >= self._next_try:
             self._opening = asyncio.ensure_future(self._open())
         self._ray_calls += 1
-        return self._through_ray(getattr(self.handle, method).remote(*args, **kwargs))
+        return asyncio.ensure_future(self._through_ray(getattr(self.handle, method).remote(*args, **kwargs)))
 
     @property
     def on_channel(self) -> bool:
@@ -68,6 +68,9 @@ class ActorLink:
     async def _through_ray(self, ref: Any) -> Any:
         try:
             return await ref
+        except asyncio.CancelledError:
+            _cancel(ref)  # the caller stopped waiting: stop the call at the actor too
+            raise
         finally:
             self._ray_calls -= 1
 
@@ -83,3 +86,12 @@ class ActorLink:
             self._next_try = time.monotonic() + RETRY_S
         finally:
             self._opening = None
+
+
+def _cancel(ref: Any) -> None:
+    import ray
+
+    if isinstance(ref, ray.ObjectRef):
+        ray.cancel(ref)
+    elif isinstance(ref, asyncio.Future):
+        ref.cancel()

@@ -20,7 +20,6 @@ import itertools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import ray
 from kio.schema.errors import ErrorCode
 
 from cluster.calls import (
@@ -95,10 +94,10 @@ class PartitionLeaderClient:
             return outcomes  # type: ignore[return-value]
 
         def call(actor: str, wait: int) -> Any:
-            handle = self.router.handle(actor)
-            if handle is None:
+            link = self.router.link(actor)
+            if link is None:
                 return None
-            return handle.fetch.remote([item for _, item in per_actor[actor]], wait, min_bytes, max_bytes)
+            return link.call("fetch", [item for _, item in per_actor[actor]], wait, min_bytes, max_bytes)
 
         answered: dict[str, list[FetchOutcome] | None] = dict(zip(per_actor, await asyncio.gather(
             *(answer_or_none(call(actor, 0)) for actor in per_actor))))
@@ -139,7 +138,7 @@ class PartitionLeaderClient:
                 # Data or an error arrived: collect the other leaders' state now instead of waiting
                 # out their polls (Kafka answers a fetch at once when reading hit an error).
                 for task, actor in list(pending.items()):
-                    _cancel(refs[actor])
+                    refs[actor].cancel()  # stops the long poll at the actor too
                     task.cancel()
                     answered[actor] = await answer_or_none(call(actor, 0))
                 pending.clear()
@@ -314,12 +313,6 @@ class PartitionLeaderClient:
             if link is not None:
                 refs.append(answer_or_none(send(link, items)))
         await asyncio.gather(*refs)
-
-
-def _cancel(ref: Any) -> None:
-    """Stop a long poll at the actor too, not just our wait for it (only a Ray ref can be)."""
-    if isinstance(ref, ray.ObjectRef):
-        ray.cancel(ref)
 
 
 def _failed(outs: list[FetchOutcome] | None) -> bool:

@@ -167,3 +167,29 @@ def test_a_link_to_an_actor_on_another_node_stays_on_ray():
         assert link.channel is None and len(handle.channel_address.calls) == 1
 
     run(main())
+
+
+def test_a_call_cancelled_by_its_caller_is_cancelled_at_the_actor():
+    """A fetch's long poll that is no longer needed stops at the actor, as ray.cancel stops it."""
+    async def main():
+        stopped = asyncio.Event()
+
+        class Poller:
+            async def fetch(self, items, wait):
+                try:
+                    await asyncio.sleep(wait)
+                except asyncio.CancelledError:
+                    stopped.set()
+                    raise
+
+        server = ChannelServer(Poller(), {"fetch"})
+        client = await ChannelClient.open(await server.start())
+        poll = client.call("fetch", [1], wait=60)
+        await asyncio.sleep(0.05)
+        poll.cancel()
+        await asyncio.wait_for(stopped.wait(), 5)
+        assert client.pending == {}
+        client.close()
+        server.close()
+
+    run(main())
