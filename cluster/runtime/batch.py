@@ -2,7 +2,9 @@
 
 Each operation is pure and returns a `Result`; its records are replayed into the shard at once (the
 next operation sees them), and all records of the batch go to the log in one append (group commit).
-Only when that append is durable are the answers released and the timers armed. If it fails, the
+Only when that append is durable are the answers released and the timers armed; except for the
+operations that write nothing ahead of the batch's first record (a heartbeat, a fetch of offsets):
+they saw only durable state, so they are answered at once. If it fails, the
 partition's snapshot puts back what the batch's replay touched (Kafka's SnapshottableCoordinator):
 only the batch's operations get the error, whatever queued behind it runs on the state as it was
 before the batch, and the log is not reread.
@@ -63,6 +65,13 @@ class BatchRunner:
                 log.exception("replay failed on %s", partition.tp)
                 await self._revert(partition, batch, fired, exc)
                 return
+            if not records and not result.records and not result.completions and result.response is not PARKED:
+                # It wrote nothing and read only durable state (every earlier batch is on disk, and
+                # nothing before it in this one wrote): answered now, not after this batch's fsync
+                # (Kafka's runtime answers such an operation once the writes before it are durable).
+                partition.timers.apply(result.timers, now)
+                _respond(partition, [(pending, result.response)], [])
+                continue
             records.extend(result.records)
             answered.append((pending, result.response))
             completions.extend(result.completions)

@@ -92,6 +92,17 @@ def _finds_a_violation(seeds: range) -> str:
     pytest.fail(f"no seed of {seeds} found the planted bug")
 
 
+def _violations(seeds: range) -> list[str]:
+    """Every seed's violation (for a planted bug that more than one check can find first)."""
+    found = []
+    for seed in seeds:
+        try:
+            run(seed, steps=400)
+        except Violation as exc:
+            found.append(str(exc))
+    return found
+
+
 def test_finds_initializing_partitions_assigned(monkeypatch):
     """Planted: the assignor may hand out partitions whose share state is still initializing
     (Kafka assigns only initialized ones)."""
@@ -157,4 +168,6 @@ def test_finds_a_load_that_loses_what_the_old_leader_held(monkeypatch):
         replay_all(self, records)
 
     monkeypatch.setattr(GroupCoordinatorShard, "replay_all", planted)
-    assert "after a failover the new leader holds cg-" in _finds_a_violation(range(40))
+    # The lossy load also differs from the log's replay, which a seed may check first (when the log
+    # grew since the old leader's last state at rest); the failover comparison must find it too.
+    assert any("after a failover the new leader holds cg-" in v for v in _violations(range(40)))

@@ -183,6 +183,44 @@ def test_operations_answer_only_after_their_batch_is_appended_and_queued_ones_sh
     asyncio.run(main())
 
 
+class TurnLog(PartitionLog):
+    """A log whose appends each wait for one turn the test gives."""
+
+    turns: threading.Semaphore
+
+    def append(self, batches, leader_epoch):
+        self.turns.acquire(timeout=5)
+        return super().append(batches, leader_epoch)
+
+
+def test_an_operation_that_writes_nothing_ahead_of_its_batchs_records_is_answered_before_their_append(tmp_path):
+    """Kafka's runtime answers an operation that wrote nothing once the writes before it are
+    durable. A read queued behind an append waits for it (its batch runs after), but not for the
+    append of the records queued with it; a read after those records in its batch waits for them."""
+    async def main():
+        TurnLog.turns = threading.Semaphore(0)
+        rt = make_runtime(tmp_path, log_opener=lambda path, cfg: TurnLog.open(path, cfg))
+        await rt.load(TP, 1)
+        shard = lambda: rt.shard(TP)  # noqa: E731
+        first = asyncio.ensure_future(rt.write(TP, 1, lambda t: shard().incr("a")))
+        await settle()
+        read_a = asyncio.ensure_future(rt.write(TP, 1, lambda t: shard().get("a")))
+        write_b = asyncio.ensure_future(rt.write(TP, 1, lambda t: shard().incr("b")))
+        read_b = asyncio.ensure_future(rt.write(TP, 1, lambda t: shard().get("b")))
+        await settle()
+        assert not read_a.done()  # the append before it is not durable yet
+        TurnLog.turns.release()  # the first batch's append
+        assert await first == 1
+        assert await asyncio.wait_for(read_a, 5) == 1  # while the second batch's append waits
+        await settle()
+        assert not write_b.done() and not read_b.done()
+        TurnLog.turns.release()
+        assert await write_b == 1 and await read_b == 1
+        await rt.close()
+
+    asyncio.run(main())
+
+
 def test_failed_append_fails_the_batch_reverts_state_and_keeps_serving(tmp_path):
     async def main():
         disk = FullDisk()  # shared by every reopening of the log (the revert reopens it)
