@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import socket
 from typing import Any
 
 from cluster.channels.frames import CANCEL, OK, FrameBuffer, call_frame, parse_answer
@@ -25,8 +26,15 @@ class ChannelClient(asyncio.Protocol):
 
     @classmethod
     async def open(cls, path: str) -> ChannelClient:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)  # a local socket connects at once; uvloop refuses an abstract path as a string
+        except OSError:
+            sock.close()
+            raise
+        sock.setblocking(False)
         loop = asyncio.get_running_loop()
-        _, client = await loop.create_unix_connection(cls, path)
+        _, client = await loop.create_unix_connection(cls, sock=sock)
         return client
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> asyncio.Future:

@@ -12,6 +12,7 @@ import asyncio
 import inspect
 import logging
 import os
+import socket
 import sys
 import tempfile
 import uuid
@@ -37,8 +38,11 @@ class ChannelServer:
             # Linux's abstract namespace: no file is left behind by an actor that is killed (a path
             # is limited to 107 bytes either way).
             path = "\0" + name if sys.platform == "linux" else os.path.join(tempfile.gettempdir(), name + ".sock")
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.bind(path)  # bound here: uvloop refuses an abstract path given as a string
+            sock.setblocking(False)
             loop = asyncio.get_running_loop()
-            self._server = await loop.create_unix_server(lambda: _Connection(self), path)
+            self._server = await loop.create_unix_server(lambda: _Connection(self), sock=sock)
             self.path = path
         return self.path
 

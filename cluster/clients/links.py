@@ -17,10 +17,12 @@ import time
 from typing import Any
 
 from cluster.channels import ChannelClient
+from cluster.metrics.registry import REGISTRY
 
 log = logging.getLogger(__name__)
 
 RETRY_S = 1.0  # after a failed opening, calls go through Ray this long before the next try
+CHANNEL, RAY = (("path", "channel"),), (("path", "ray"),)  # the actor_calls metric's labels
 
 
 def this_node() -> str | None:
@@ -40,12 +42,14 @@ class ActorLink:
         self.channel: ChannelClient | None = None
         self._ray_calls = 0
         self._opening: asyncio.Task | None = None
+        self._warned = False
         self._next_try = 0.0 if node_id is not None and hasattr(handle, "channel_address") else float("inf")
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> asyncio.Future:
         """The actor's answer; cancelling it cancels the call at the actor (a long poll)."""
         channel = self.channel
         if channel is not None and not channel.closed and self._ray_calls == 0:
+            REGISTRY.inc("actor_calls", CHANNEL)
             return channel.call(method, *args, **kwargs)
         if channel is not None and channel.closed:
             self.channel = None
@@ -53,6 +57,7 @@ class ActorLink:
         if self.channel is None and self._opening is None and time.monotonic() >= self._next_try:
             self._opening = asyncio.ensure_future(self._open())
         self._ray_calls += 1
+        REGISTRY.inc("actor_calls", RAY)
         return asyncio.ensure_future(self._through_ray(getattr(self.handle, method).remote(*args, **kwargs)))
 
     @property
@@ -82,7 +87,11 @@ class ActorLink:
                 return
             self.channel = await ChannelClient.open(path)
         except Exception as exc:  # noqa: BLE001 - the actor may be dying: Ray answers for now
-            log.debug("no channel to %s: %s", self.handle, exc)
+            # Said once per link: an actor on this node whose channel cannot be opened is a fault
+            # worth seeing (every call pays Ray's millisecond), not a silent fallback.
+            (log.warning if not self._warned else log.debug)("no channel to %s; calls go through Ray: %r",
+                                                               self.handle, exc)
+            self._warned = True
             self._next_try = time.monotonic() + RETRY_S
         finally:
             self._opening = None

@@ -56,6 +56,10 @@ CATALOG: dict[str, MetricName] = {
     "partition_load_time_ms": MetricName("histogram", "Time to load (replay) a partition on becoming its leader, by actor kind (ms)",
                                          "kafka.server:type=group-coordinator-metrics,name=partition-load-time-max;"
                                          " ShareGroupMetrics PartitionLoadTimeMs"),
+    # -- calls between processes, on every caller (gateways, and actors that call actors) ----------
+    "actor_calls": MetricName("counter", "Calls to actors, by the path they took: the actor's channel (a local socket, "
+                                         "the caller on its node) or Ray",
+                              "none (Kafka: kafka.network:type=RequestChannel is nearest)"),
     # -- share partitions, on the partition leaders -------------------------------------------------
     "share_fetches": MetricName("counter", "ShareFetch calls served by a partition leader",
                                 "kafka.server:type=BrokerTopicMetrics,name=TotalShareFetchRequestsPerSec"),
