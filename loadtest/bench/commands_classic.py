@@ -65,19 +65,38 @@ def group_requests(
     peer: str = PEER,
     rounds: int = ROUNDS,
     processes: int = PROCESSES,
+    server_cpus: str | None = typer.Option(None, "--server-cpus", help="CPUs for the system under test (default: "
+                                           "the first half); `none`: nothing pinned"),
+    client_cpus: str | None = typer.Option(None, "--client-cpus", help="CPUs for the load client (default: the rest)"),
     json_out: Path | None = JSON,
 ) -> None:
-    """Heartbeats/s and OffsetCommits/s from light members in Stable groups, raygroups vs a peer."""
+    """Heartbeats/s and OffsetCommits/s from light members in Stable groups, raygroups vs a peer,
+    per core: each system pinned to the server's cores, the client to its own."""
+    from loadtest.bench import pinning
     from loadtest.bench.groups import group_request_rates
+    from loadtest.bench.protocols import Placement
 
+    placement = Placement(None if server_cpus == "none" else pinning.split(server_cpus, client_cpus))
     figures = [Figure("heartbeat_rps", "heartbeats/s"), Figure("commit_rps", "OffsetCommits/s"),
                # the client's own cost: rate × this / 1e6 is the cores it spends; near --processes, the client is the limit
                Figure("heartbeat_client_us", "client CPU µs per heartbeat", higher_is_better=False),
-               Figure("commit_client_us", "client CPU µs per OffsetCommit", higher_is_better=False)]
+               Figure("commit_client_us", "client CPU µs per OffsetCommit", higher_is_better=False),
+               Figure("heartbeat_client_cores", "client cores busy (heartbeats)", higher_is_better=False),
+               Figure("commit_client_cores", "client cores busy (commits)", higher_is_better=False),
+               Figure("heartbeat_server_cores", "server cores busy (heartbeats)", higher_is_better=False),
+               Figure("commit_server_cores", "server cores busy (commits)", higher_is_better=False)]
     results = best_of(_systems(peer, **NO_INITIAL_DELAY),
-                      lambda _n, b: asyncio.run(group_request_rates(b, members, groups, seconds, processes)), figures, rounds)
+                      lambda _n, b: asyncio.run(group_request_rates(b, members, groups, seconds, processes, placement)),
+                      figures, rounds)
+    client_limit = 0.8 * (len(placement.cores.client) if placement.cores else processes)
+    bound = [f"{name} ({kind})" for name, got in results.items() for kind in ("heartbeat", "commit")
+             if got.get(f"{kind}_client_cores", 0) > client_limit]
     report(f"group requests, {members} members in {groups} groups, closed loop, {seconds:g} s each, "
-           f"{processes} client process(es), best of {rounds}", results, figures, json_out)
+           f"{processes} client process(es), best of {rounds}; {placement.describe()}", results, figures, json_out,
+           placement=placement.describe(), client_bound=bound)
+    if bound:
+        console.print(f"[yellow]client-bound (the client above 80% of its cores):[/] {', '.join(bound)}: "
+                      "those rates measure the client, not the system")
 
 
 @app.command("heartbeat-scaling")

@@ -28,7 +28,9 @@ from coordinator.shard import GroupCoordinatorShard
 from cluster.runtime.timers import TimerTable
 from cluster.runtime.wakeups import ManualWakeups
 from cluster.gateway.apis import ApiKey
+from loadtest.bench import pinning
 from loadtest.bench.processes import TOPIC, LocalFleet, ProcessFleet, Spec, fleet, until_settled
+from loadtest.bench.protocols import Placement
 from loadtest.drivers.crowd import Crowd
 from loadtest.members.machine import parse_bootstrap
 
@@ -44,42 +46,53 @@ async def _create_topic(crowd: Crowd, bootstrap: str, partitions: int = 10) -> N
                             "validate_only": False})
 
 
-async def _rate(members: LocalFleet | ProcessFleet, api: str, seconds: float) -> tuple[float, float]:
-    """Answers/s of `api` without error over the next `seconds`, from the members' observations, and
-    the client's CPU µs per answer (all its processes): near 1e6 / rate per process, the client is the limit."""
+async def _rate(members: LocalFleet | ProcessFleet, api: str, seconds: float,
+                placement: Placement | None = None) -> tuple[float, float, float]:
+    """Answers/s of `api` without error over the next `seconds`, from the members' observations;
+    the client's CPU µs per answer (all its processes): near 1e6 / rate per process, the client is
+    the limit; and the server's cores busy meanwhile (every process of the system; NaN unplaced)."""
+    server_pids = placement.server_pids(members) if placement is not None else set()
+    server = pinning.cpu_seconds(server_pids)
     cpu = await members.cpu()
     started = time.time() * 1000
     await asyncio.sleep(seconds)
     ended = time.time() * 1000
     cpu = await members.cpu() - cpu
+    server_cores = pinning.spent(server, pinning.cpu_seconds(server_pids)) / seconds if placement else float("nan")
     answers = await members.count(api, started, ended)
-    return answers / seconds, cpu * 1e6 / answers if answers else float("inf")
+    return answers / seconds, cpu * 1e6 / answers if answers else float("inf"), server_cores
 
 
 async def group_request_rates(bootstrap: str, members: int, groups: int, seconds: float,
-                              processes: int = 1) -> dict[str, float]:
+                              processes: int = 1, placement: Placement | None = None) -> dict[str, float]:
     """Heartbeats/s and OffsetCommits/s of `members` Stable members in `groups` groups, each member
     keeping one request in flight (its interval 0: closed loop), as many light clients would; a
-    group's members all in one of `processes` client processes."""
+    group's members all in one of `processes` client processes. With a placement, the system runs
+    on the server's cores and the client on its own, and the server's busy cores are measured."""
     f = fleet(bootstrap, processes)
     try:
+        if placement is not None:
+            placement.pin(f)
         await _create_topic(f.crowd, bootstrap)
         beating = [Spec(f"hb-{i}", f"rates-hb-{i % groups}", i % groups,
                         config={"heartbeat_interval_ms": 0, "commit_interval_ms": 0}) for i in range(members)]
         await f.start(beating)
         await until_settled(f, 120)
-        heartbeat_rps, heartbeat_client_us = await _rate(f, "Heartbeat", seconds)
+        heartbeat_rps, heartbeat_client_us, heartbeat_server_cores = await _rate(f, "Heartbeat", seconds, placement)
         await f.stop([s.name for s in beating])
         committing = [Spec(f"oc-{i}", f"rates-oc-{i % groups}", i % groups,
                            config={"heartbeat_interval_ms": 3_000, "commit_interval_ms": 1, "commit_back_to_back": True})
                       for i in range(members)]
         await f.start(committing)
         await until_settled(f, 120)
-        commit_rps, commit_client_us = await _rate(f, "OffsetCommit", seconds)
+        commit_rps, commit_client_us, commit_server_cores = await _rate(f, "OffsetCommit", seconds, placement)
     finally:
         await f.close()
     return {"heartbeat_rps": heartbeat_rps, "commit_rps": commit_rps, "heartbeat_client_us": heartbeat_client_us,
-            "commit_client_us": commit_client_us}
+            "commit_client_us": commit_client_us, "heartbeat_server_cores": heartbeat_server_cores,
+            "commit_server_cores": commit_server_cores,
+            "heartbeat_client_cores": heartbeat_rps * heartbeat_client_us / 1e6,
+            "commit_client_cores": commit_rps * commit_client_us / 1e6}
 
 
 async def heartbeat_cost(bootstrap: str, groups: int, members: int, active_groups: int, seconds: float,
@@ -99,7 +112,7 @@ async def heartbeat_cost(bootstrap: str, groups: int, members: int, active_group
                         config={"heartbeat_interval_ms": 0, "commit_interval_ms": 0}) for i in range(members)]
         await f.start(beating)
         await until_settled(f, 120)
-        rate, _client_us = await _rate(f, "Heartbeat", seconds)
+        rate, _client_us, _server = await _rate(f, "Heartbeat", seconds)
     finally:
         await f.close()
     return {"heartbeat_rps": rate, "us_per_heartbeat": 1e6 / rate if rate else float("inf")}
