@@ -84,7 +84,7 @@ class Deliveries:
                 self.by_record[(d["p"], d["o"])].append(d)
             for a in c.acked():
                 for offset in a["o"]:
-                    self.acks_at[(a["p"], offset)].append({"ok": a["ok"], "at": a["at"], "who": c.name})
+                    self.acks_at[(a["p"], offset)].append({"ok": a["ok"], "at": a["at"], "who": c.name, "error": a.get("error")})
                     if a["ok"]:
                         self.acked_ok[(a["p"], offset)].append(c.name)
 

@@ -70,10 +70,13 @@ def consume_while_killing(cluster, group: str, topic: str, victim) -> tuple[list
 
     def produce() -> None:
         for b in range(BATCHES):
+            # Idempotent: a produce the dying leader wrote but never answered is retried by the
+            # client and deduplicated by the next leader, so what is read is what was acknowledged.
             acked = confluent_produce(
                 cluster.bootstrap,
                 topic,
                 [(i % 2, b"k", f"{b}-{i}".encode(), []) for i in range(PER_BATCH)],
+                **{"enable.idempotence": True},
             )
             produced.update((r.partition, r.offset) for r in acked)
             if b == BATCHES // 3:
@@ -154,8 +157,17 @@ def test_killing_the_partition_leader_mid_consumption(cluster):
     assert set(seen.by_record) == produced
     assert_acknowledged_never_again(seen)
     # Each record's last delivery was confirmed; with the check above, every earlier delivery
-    # was not: what was in flight when the leader died came again, and nothing else did.
+    # was not: what was in flight when the leader died came again, and nothing else did. One
+    # exception, Kafka's too: an acknowledgement the dying leader had already passed on to the
+    # share coordinator, whose answer died with it. Its client got NOT_LEADER_OR_FOLLOWER, an
+    # unknown outcome, and the record is done durably (checked for every record below).
+    unknown = []
     for key, deliveries in seen.by_record.items():
         last = max(d["at"] for d in deliveries)
-        assert any(a["ok"] and a["at"] >= last for a in seen.acks_at[key]), (key, deliveries, seen.acks_at[key])
+        if any(a["ok"] and a["at"] >= last for a in seen.acks_at[key]):
+            continue
+        answers = [a for a in seen.acks_at[key] if a["at"] >= last]
+        assert answers and all("NOT_LEADER" in (a["error"] or "") for a in answers), (key, deliveries, seen.acks_at[key])
+        unknown.append(key)
+    assert len(unknown) <= 2 * PER_BATCH, unknown  # at most what was in flight at the kill
     assert_every_record_done(cluster, group, topic, produced)
