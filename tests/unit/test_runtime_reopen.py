@@ -50,14 +50,21 @@ def options(shared_sync: bool) -> dict:
 
 @pytest.mark.parametrize("shared_sync", [False, True], ids=["fsync-per-log", "shared-syncfs"])
 def test_an_append_that_failed_is_not_in_the_log_after_the_reopen(tmp_path, sync, shared_sync):
+    def healing_opener(path, config):
+        # The disk heals as the runtime reopens the log after the failed append. Healing it from
+        # the test once the failures were answered raced with that reopen, which runs right after
+        # them: a reopen first, while the disk still failed, left the log failed and the next
+        # increment failed too (seen once in a full run). That case is the next test's.
+        Disk.failing = sync.fail = False
+        return PartitionLog.open(path, config, Disk())
+
     async def main():
         with ThreadPoolExecutor(1) as executor:
-            rt = await loaded(make_runtime(tmp_path, executor, **options(shared_sync)))
+            rt = await loaded(make_runtime(tmp_path, executor, shared_sync=shared_sync, log_opener=healing_opener))
             assert await asyncio.gather(*incr_everywhere(rt, "a")) == [1, 1, 1]
             Disk.failing = sync.fail = True
             outcomes = await asyncio.gather(*incr_everywhere(rt, "b"), return_exceptions=True)
             assert all(isinstance(o, StorageError) for o in outcomes), outcomes
-            Disk.failing = sync.fail = False
             assert await asyncio.gather(*incr_everywhere(rt, "a")) == [2, 2, 2]  # after the reopen
             await rt.close()
             # {"a": 2, "b": 1} if the failed increment of b had stayed in the log
