@@ -100,25 +100,16 @@ class ListOffsetsItem:
 
 @message
 class SharePartitionCall:
-    """One partition of a ShareFetch or ShareAcknowledge: what to acknowledge, whether to fetch,
-    and the leader epoch the member's records were acquired at (-1: none known)."""
+    """One partition of a ShareFetch or ShareAcknowledge: what to acknowledge, whether to fetch."""
 
     topic: str
     partition: int
     topic_id: Any
     acknowledgements: tuple[AcknowledgementBatch, ...] = ()
     fetch: bool = True
-    acquired_epoch: int = -1
-
-    def acknowledges_elsewhere(self, epoch: int) -> bool:
-        """Its acknowledgements are for records another leader gave out: the leader at `epoch`
-        loaded the durable state, where acquisitions do not exist, and never knew them (Kafka
-        removes a SharePartition whose broker stops leading; the acknowledgement fails there)."""
-        return bool(self.acknowledgements) and self.acquired_epoch >= 0 and self.acquired_epoch != epoch
 
     def item(self, epoch: int) -> ShareItem:
-        acks = () if self.acknowledges_elsewhere(epoch) else self.acknowledgements
-        return ShareItem(self.topic, self.partition, epoch, self.topic_id, acks, self.fetch)
+        return ShareItem(self.topic, self.partition, epoch, self.topic_id, self.acknowledgements, self.fetch)
 
 
 @message

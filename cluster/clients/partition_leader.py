@@ -165,7 +165,6 @@ class PartitionLeaderClient:
         """
         results: dict[int, tuple[ShareOutcome, int]] = {}
         per_actor: dict[str, list[tuple[int, Any]]] = {}
-        elsewhere: dict[int, ShareOutcome] = {}  # acknowledgements of records another leader gave out
         for i, part in enumerate(parts):
             route = self.router.leader(part.topic, part.partition)
             if route is None:
@@ -174,11 +173,6 @@ class PartitionLeaderClient:
                 results[i] = (out, -1)
                 continue
             actor, epoch = route
-            if part.acknowledges_elsewhere(epoch):
-                elsewhere[i] = _acquired_elsewhere(part.acquired_epoch, epoch)
-                if not part.fetch:
-                    results[i] = (elsewhere[i], epoch)
-                    continue
             per_actor.setdefault(actor, []).append((i, part.item(epoch)))
         if not per_actor:
             return results
@@ -219,9 +213,6 @@ class PartitionLeaderClient:
                 else:
                     out = answered[j]
                 stale = stale or out.error_code == ErrorCode.not_leader_or_follower
-                if i in elsewhere:
-                    out.acknowledge_error_code = elsewhere[i].acknowledge_error_code
-                    out.acknowledge_error_message = elsewhere[i].acknowledge_error_message
                 results[i] = (out, item.epoch)
         if stale:
             asyncio.ensure_future(self.router.refresh())
@@ -318,18 +309,6 @@ class PartitionLeaderClient:
 def _failed(outs: list[FetchOutcome] | None) -> bool:
     """A leader's fetch answer that ends the wait: its actor was gone, or a read hit an error."""
     return outs is None or any(o.error_code != ErrorCode.none for o in outs)
-
-
-def _acquired_elsewhere(acquired_epoch: int, epoch: int) -> ShareOutcome:
-    """NOT_LEADER_OR_FOLLOWER for acknowledgements of records acquired from the leader at
-    `acquired_epoch`: they were released when it stopped leading (Kafka's client then refreshes
-    its metadata, and the records come again with a higher delivery count)."""
-    out = ShareOutcome()
-    out.acknowledge_error_code = ErrorCode.not_leader_or_follower
-    out.acknowledge_error_message = (
-        f"the records were acquired from the leader at epoch {acquired_epoch}; the leader is now at epoch {epoch}"
-    )
-    return out
 
 
 def _fire(call: Any) -> None:

@@ -63,9 +63,6 @@ class ShareSession:
     requests: int = 0  # rotates which partition is served first
     # The gateway's pending leader calls for it: task -> (actor name, wake key).
     in_flight: dict[Any, tuple[str, str]] = field(default_factory=dict)
-    # Per partition, the leader epoch of its last acquisition for the member: acknowledgements
-    # that reach a later leader are for records it never gave out (SharePartitionCall).
-    acquired_epochs: dict[SharePartitionId, int] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -144,7 +141,7 @@ class ShareSessionCache:
         # in the same request (its member now fetches it through another gateway) is not fetched.
         session.partitions.update(dict.fromkeys(added))
         for tp in forgotten:
-            session.partitions.pop(tp, None)  # (its acquired epoch stays: acknowledgements may follow)
+            session.partitions.pop(tp, None)
         self.touched.setdefault(group_id, set()).update(added)
         session.epoch = next_epoch(epoch)
         session.requests += 1

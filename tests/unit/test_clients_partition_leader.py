@@ -363,32 +363,3 @@ def test_no_budget_is_handed_on_once_the_answers_fill_max_bytes():
     spec = ShareFetchSpec("g", "m", gateway=7, max_wait_ms=0, max_records=100, max_bytes=60)
     answers = asyncio.run(PartitionLeaderClient(router).share_fetch(spec, share_parts(0, 1, 2, 3)))
     assert acquired_of(answers) == {0: 50, 1: 0, 2: 0, 3: 10} and len(a.share_fetch.calls) == 1
-
-
-def test_acknowledgements_of_records_another_leader_gave_out_fail_not_leader_and_the_fetch_goes_on():
-    """A partition moved between the member's fetch (leader epoch 4) and its acknowledgement: the
-    leader at epoch 5 loaded the durable state and never knew those records (they are available
-    again there). The acknowledgement fails NOT_LEADER_OR_FOLLOWER without reaching it, as at a
-    Kafka broker that stopped leading, instead of the new leader's INVALID_REQUEST for offsets it
-    never gave out; the fetch of the same partition still runs, without the acknowledgements."""
-    a = ShareActor({0: 3})
-    router = FakeRouter({("t", 0): ("a", 5)}, {"a": a})
-    acks = (AcknowledgementBatch(0, 2, (1,)),)
-    stale_fetch = SharePartitionCall("t", 0, TOPIC_ID, acks, True, acquired_epoch=4)
-    stale_ack = SharePartitionCall("t", 0, TOPIC_ID, acks, False, acquired_epoch=4)
-    current_ack = SharePartitionCall("t", 0, TOPIC_ID, acks, False, acquired_epoch=5)
-
-    fetched = asyncio.run(PartitionLeaderClient(router).share_fetch(SPEC, [stale_fetch]))
-    (call,) = a.share_fetch.calls[0]
-    assert call.items[0].acknowledgements == () and call.items[0].fetch
-    out, epoch = fetched[0]
-    assert (out.error_code, out.acquired, out.acknowledge_error_code, epoch) == (
-        ErrorCode.none, (AcquiredRecords(0, 2, 1),), ErrorCode.not_leader_or_follower, 5)
-    assert "epoch 4" in out.acknowledge_error_message
-
-    acknowledged = asyncio.run(PartitionLeaderClient(router).share_fetch(SPEC, [stale_ack]))
-    assert len(a.share_fetch.calls) == 1  # not sent
-    assert acknowledged[0][0].acknowledge_error_code == ErrorCode.not_leader_or_follower
-
-    asyncio.run(PartitionLeaderClient(router).share_fetch(SPEC, [current_ack]))
-    assert a.share_fetch.calls[1][0].items[0].acknowledgements == acks

@@ -253,18 +253,3 @@ def test_a_final_share_fetch_naming_partitions_without_acknowledgements_only_clo
     assert response.error_code == ErrorCode.none and response.responses == ()
     assert [c[0] for c in partitions.calls] == ["fetch", "release", "evict"]
     assert partitions.calls[1] == ("release", "g", MEMBER, [("t", 0)])
-
-
-def test_acknowledgements_carry_the_leader_epoch_their_records_were_acquired_at():
-    """The session remembers the leader epoch of each partition's last acquisition, so that the
-    client can refuse acknowledgements that reach a later leader (SharePartitionCall)."""
-    acquired = ShareOutcome(records=b"r", acquired=(AcquiredRecords(0, 2, 1),))
-    partitions = FakePartitions(lambda part: acquired if part.partition == 0 else ShareOutcome())
-    gw = _gateway(partitions)
-    run(share_fetch.share_fetch, gw, _fetch(0, [_topic(TOPIC.topic_id, 0, 1)]))
-    run(share_fetch.share_acknowledge, gw, _acknowledge(1, [_topic(TOPIC.topic_id, 0, 1, batches=[(0, 0, (1,))])]))
-    batch = (AcknowledgementBatch(0, 0, (1,)),)
-    assert partitions.calls[1][2] == [
-        SharePartitionCall("t", 0, TOPIC.topic_id, batch, False, acquired_epoch=6),  # FakePartitions' epoch
-        SharePartitionCall("t", 1, TOPIC.topic_id, batch, False),  # nothing acquired there: unknown
-    ]

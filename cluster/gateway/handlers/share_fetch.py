@@ -285,8 +285,7 @@ async def call_leaders(
             out.fail(code, None, key in acks)
             results[key] = (out, -1)
             continue
-        acquired_epoch = session.acquired_epochs.get(key, -1) if key in acks else -1
-        parts.append((key, SharePartitionCall(info.name, p, topic_id, acks.get(key, ()), key in wanted, acquired_epoch)))
+        parts.append((key, SharePartitionCall(info.name, p, topic_id, acks.get(key, ()), key in wanted)))
     if not parts:
         return results
 
@@ -306,8 +305,6 @@ async def call_leaders(
         key = parts[i][0]
         if key in rejected:
             out.acknowledge_error_code, out.acknowledge_error_message = ErrorCode.invalid_request, rejected[key]
-        if out.acquired and epoch >= 0:
-            session.acquired_epochs[key] = epoch
         results[key] = (out, epoch)
     return results
 
