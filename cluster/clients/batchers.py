@@ -27,7 +27,7 @@ class ActorBatcher:
 
     def __init__(self, link: ActorLink, endpoint: Endpoint) -> None:
         self._link = link
-        self._method = endpoint.method
+        self._endpoint = endpoint
         self._items: list[Any] = []
         self._futures: list[asyncio.Future] = []
         self._scheduled = False
@@ -49,7 +49,7 @@ class ActorBatcher:
     def _flush(self) -> None:
         items, futures = self._items, self._futures
         self._items, self._futures, self._scheduled = [], [], False
-        ref = self._link.call(self._method, self._outbound(items))
+        ref = self._link.call(self._endpoint, self._outbound(items))
         self._in_flight += 1
         asyncio.ensure_future(self._deliver(ref, futures))
 

@@ -16,6 +16,7 @@ import logging
 import time
 from typing import Any
 
+from cluster.calls import Endpoint
 from cluster.channels import ChannelClient
 from cluster.metrics.registry import REGISTRY
 
@@ -45,8 +46,10 @@ class ActorLink:
         self._warned = False
         self._next_try = 0.0 if node_id is not None and hasattr(handle, "channel_address") else float("inf")
 
-    def call(self, method: str, *args: Any, **kwargs: Any) -> asyncio.Future:
-        """The actor's answer; cancelling it cancels the call at the actor (a long poll)."""
+    def call(self, endpoint: Endpoint, *args: Any, **kwargs: Any) -> asyncio.Future:
+        """The actor's answer to `endpoint`'s method; cancelling it cancels the call at the actor
+        (a long poll). Only Endpoint methods are callable over a channel (ChannelHost)."""
+        method = endpoint.method
         channel = self.channel
         if channel is not None and not channel.closed and self._ray_calls == 0:
             REGISTRY.inc("actor_calls", CHANNEL)

@@ -97,7 +97,7 @@ class PartitionLeaderClient:
             link = self.router.link(actor)
             if link is None:
                 return None
-            return link.call("fetch", [item for _, item in per_actor[actor]], wait, min_bytes, max_bytes)
+            return link.call(Endpoint.FETCH, [item for _, item in per_actor[actor]], wait, min_bytes, max_bytes)
 
         answered: dict[str, list[FetchOutcome] | None] = dict(zip(per_actor, await asyncio.gather(
             *(answer_or_none(call(actor, 0)) for actor in per_actor))))
@@ -198,7 +198,7 @@ class PartitionLeaderClient:
                 for actor in pending.values():
                     link, wake_key, _ = calls[actor]
                     if link is not None:
-                        _fire(link.call("share_wake", [wake_key]))
+                        _fire(link.call(Endpoint.SHARE_WAKE, [wake_key]))
         answers = {actor: calls[actor][2].result() for actor in per_actor}
         if closed is None or not closed():
             await self._hand_on(spec, per_actor, budgets, answers, in_flight)
@@ -236,7 +236,7 @@ class PartitionLeaderClient:
             gateway=spec.gateway,
             record_limit=spec.record_limit,
         )
-        task = asyncio.ensure_future(answer_or_none(link.call("share_fetch", call) if link is not None else None))
+        task = asyncio.ensure_future(answer_or_none(link.call(Endpoint.SHARE_FETCH, call) if link is not None else None))
         if in_flight is not None:
             in_flight[task] = (actor, wake_key)
             task.add_done_callback(lambda t: in_flight.pop(t, None))
@@ -278,18 +278,18 @@ class PartitionLeaderClient:
         """End these long polls on `actor` now (fire and forget: a dead actor has nothing to end)."""
         link = self.router.link(actor)
         if link is not None:
-            _fire(link.call("share_wake", wake_keys))
+            _fire(link.call(Endpoint.SHARE_WAKE, wake_keys))
 
     async def share_release(self, group_id: str, member_id: str, partitions: Iterable[tuple[str, int]]) -> None:
         """Release what the member holds on these partitions, on each leader in parallel."""
         await self._on_leaders(
-            partitions, lambda link, items: link.call("share_release", group_id, member_id, items)
+            partitions, lambda link, items: link.call(Endpoint.SHARE_RELEASE, group_id, member_id, items)
         )
 
     async def share_evict(self, group_id: str, partitions: Iterable[tuple[str, int]], gateway: int) -> None:
         """Tell the leaders that `gateway` has no session of the group left on these partitions."""
         await self._on_leaders(
-            partitions, lambda link, items: link.call("share_evict", group_id, items, gateway=gateway)
+            partitions, lambda link, items: link.call(Endpoint.SHARE_EVICT, group_id, items, gateway=gateway)
         )
 
     async def _on_leaders(self, partitions: Iterable[tuple[str, int]], send: Any) -> None:

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cluster.calls import Endpoint
 from cluster.channels import ChannelClient, ChannelClosed, ChannelServer
 from cluster.channels.frames import FrameBuffer, call_frame, parse_call
 from cluster.clients.failures import ACTOR_GONE
@@ -141,14 +142,14 @@ def test_a_link_moves_to_the_channel_only_once_its_ray_calls_are_back():
         server = ChannelServer(Target(), {"execute"})
         handle = Handle(("node-1", await server.start()))
         link = ActorLink(handle, "node-1")
-        first = link.call("execute", [1])  # through Ray, and asks for the channel
+        first = link.call(Endpoint.SHARE_STATE, [1])  # through Ray, and asks for the channel
         while link.channel is None:
             await asyncio.sleep(0.01)
-        second = link.call("execute", [2])  # the first is still under way: Ray again, in order
+        second = link.call(Endpoint.SHARE_STATE, [2])  # the first is still under way: Ray again, in order
         assert handle.execute.calls == [([1],), ([2],)]  # both went through Ray
         handle.execute.gate.set()
         assert await first == ["ray", [1]] and await second == ["ray", [2]]
-        assert await link.call("execute", [3]) == [6]  # now over the channel
+        assert await link.call(Endpoint.SHARE_STATE, [3]) == [6]  # now over the channel
         assert len(handle.execute.calls) == 2
         link.close()
         server.close()
@@ -161,9 +162,9 @@ def test_a_link_to_an_actor_on_another_node_stays_on_ray():
         handle = Handle(("node-2", "/nowhere.sock"))
         link = ActorLink(handle, "node-1")
         handle.execute.gate.set()
-        assert await link.call("execute", [1]) == ["ray", [1]]
+        assert await link.call(Endpoint.SHARE_STATE, [1]) == ["ray", [1]]
         await asyncio.sleep(0.01)
-        assert await link.call("execute", [2]) == ["ray", [2]]
+        assert await link.call(Endpoint.SHARE_STATE, [2]) == ["ray", [2]]
         assert link.channel is None and len(handle.channel_address.calls) == 1
 
     run(main())
