@@ -173,10 +173,11 @@ def test_a_link_to_an_actor_on_another_node_stays_on_ray():
 def test_a_call_cancelled_by_its_caller_is_cancelled_at_the_actor():
     """A fetch's long poll that is no longer needed stops at the actor, as ray.cancel stops it."""
     async def main():
-        stopped = asyncio.Event()
+        started, stopped = asyncio.Event(), asyncio.Event()
 
         class Poller:
             async def fetch(self, items, wait):
+                started.set()
                 try:
                     await asyncio.sleep(wait)
                 except asyncio.CancelledError:
@@ -186,7 +187,7 @@ def test_a_call_cancelled_by_its_caller_is_cancelled_at_the_actor():
         server = ChannelServer(Poller(), {"fetch"})
         client = await ChannelClient.open(await server.start())
         poll = client.call("fetch", [1], wait=60)
-        await asyncio.sleep(0.05)
+        await asyncio.wait_for(started.wait(), 5)  # under way at the actor (not cancelled before it began)
         poll.cancel()
         await asyncio.wait_for(stopped.wait(), 5)
         assert client.pending == {}
