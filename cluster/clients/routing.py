@@ -2,9 +2,12 @@
 
 The leadership map comes from the controller (pushed on every change, pulled through the
 ControllerClient on a miss). Calls travel batched per actor and loop tick (cluster/clients/
-batchers.py); a call that finds its actor dead, or a leader that says it no longer leads at that
-epoch, refreshes the map and is retried once, so a failover the controller already handled is
-invisible to the client; otherwise the client gets Kafka's retriable error and retries itself.
+batchers.py). A call that found no live actor, or a leader that answers that it no longer leads
+at that epoch (so the operation did not run), refreshes the map and is retried once, so a
+failover the controller already handled is invisible to the client. A call whose actor died
+under it (or whose channel closed) may have run, its records durable: it is never run again here,
+as Kafka's broker never runs a request twice; the client gets Kafka's retriable error and sends
+again as it chooses (a ConsumerGroupHeartbeat after an error says everything again).
 The Router is the transport every client shares, not a client of one actor kind: the typed
 calls are the clients' (cluster/clients/).
 """
@@ -24,6 +27,10 @@ from cluster.clients.links import ActorLink, this_node
 from cluster.leadership import Leadership
 
 log = logging.getLogger(__name__)
+
+# The actor died or its channel closed under a call: not the caller's own cancellation, which
+# goes on up.
+_GONE_UNDER = tuple(e for e in ACTOR_GONE if e is not asyncio.CancelledError)
 
 
 class NoLeader(Exception):
@@ -46,9 +53,12 @@ class Router:
             return
         old_handles = self.leadership.handles
         self.leadership = leadership
-        # Links and batchers hold handles: drop those of actors that are gone or were replaced.
+        # Links and batchers hold handles: drop those of actors that are gone or were replaced. A
+        # map pulled or pushed through Ray holds new handle objects for the same actors, so they
+        # compare by actor (Ray's ActorHandle.__eq__), never by identity: closing the link of a
+        # live actor would fail every call under way on its channel.
         replaced = {name for name in {*self._links, *(k[0] for k in self._batchers)}
-                    if name not in leadership.handles or leadership.handles[name] is not old_handles.get(name)}
+                    if name not in leadership.handles or leadership.handles[name] != old_handles.get(name)}
         for key in [k for k in self._batchers if k[0] in replaced]:
             del self._batchers[key]
         for name in replaced & set(self._links):
@@ -114,9 +124,12 @@ class Router:
             actor, epoch = route
             try:
                 result = await self.call(actor, endpoint, make_item(epoch))
-            except (NoLeader, *ACTOR_GONE):
+            except NoLeader:  # not sent: no live actor to send it to
                 await self.refresh()
                 continue
+            except _GONE_UNDER:
+                await self.refresh()
+                raise NoLeader(f"leader of {topic}-{partition} ({actor}) was lost during the call") from None
             if not_leader(result) and attempt == 0:
                 await self.refresh()
                 if self.leader(topic, partition) != route:

@@ -104,3 +104,75 @@ def test_a_not_leader_answer_stands_when_the_map_has_not_changed():
     router = Router(Controller([same]), same)
     answer = asyncio.run(router.call_leader("t", 0, Endpoint.PRODUCE, lambda e: ("t", 0, e, "x"), lambda r: r != "ok"))
     assert answer == ErrorCode.not_leader_or_follower and len(actor.produce.batches) == 1
+
+
+class Handle(Actor):
+    """An actor handle as Ray gives it: a map pulled or pushed through Ray holds new handle
+    objects for the same actor, equal by actor id (Ray's ActorHandle.__eq__)."""
+
+    def __init__(self, actor_id: str, answer) -> None:
+        super().__init__(answer)
+        self.actor_id = actor_id
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Handle) and other.actor_id == self.actor_id
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_a_new_map_naming_the_same_actor_through_a_new_handle_keeps_its_link():
+    # The bug this guards: links were compared by identity, so every map update closed every
+    # link, and with it every call under way on the actor's channel, which was then run again.
+    first = Handle("A", echo)
+    router = Router(None, leadership(1, {("t", 0): ("a", 1)}, {"a": first}))
+    link = router.link("a")
+    router.update(leadership(2, {("t", 0): ("a", 1), ("t", 1): ("a", 1)}, {"a": Handle("A", echo)}))
+    assert router.link("a") is link
+    router.update(leadership(3, {("t", 0): ("a", 1)}, {"a": Handle("A-restarted", echo)}))
+    assert router.link("a") is not link
+
+
+def test_a_call_whose_actor_died_under_it_is_not_run_again_at_the_new_leader():
+    # It may have run (its records durable, its answer lost): the client gets the retriable
+    # error and sends again as it chooses, as with Kafka.
+    def died(items):
+        raise RayActorError()
+
+    old, new = Actor(died), Actor(echo)
+    moved = leadership(2, {("t", 0): ("b", 4)}, {"b": new})
+    router = Router(Controller([moved]), leadership(1, {("t", 0): ("a", 3)}, {"a": old}))
+    with pytest.raises(NoLeader):
+        asyncio.run(router.call_leader("t", 0, Endpoint.PRODUCE, lambda e: ("t", 0, e, "x"), lambda r: False))
+    assert new.produce.batches == [] and router.leader("t", 0) == ("b", 4)
+
+
+def test_a_call_with_no_live_actor_to_send_to_is_sent_to_the_leader_the_refreshed_map_names():
+    new = Actor(echo)
+    moved = leadership(2, {("t", 0): ("b", 4)}, {"b": new})
+    router = Router(Controller([moved]), leadership(1, {("t", 0): ("a", 3)}, {}))
+    answer = asyncio.run(router.call_leader("t", 0, Endpoint.PRODUCE, lambda e: ("t", 0, e, "x"), lambda r: False))
+    assert answer == "t-0@4:x"
+
+
+def test_the_callers_own_cancellation_is_not_taken_for_a_lost_actor():
+    async def never(items):
+        await asyncio.Event().wait()
+
+    class Slow:
+        def __init__(self) -> None:
+            self.produce = SimpleNamespace(remote=lambda items: never(items))
+
+    router = Router(Controller([]), leadership(1, {("t", 0): ("a", 3)}, {"a": Slow()}))
+
+    async def main():
+        task = asyncio.ensure_future(
+            router.call_leader("t", 0, Endpoint.PRODUCE, lambda e: ("t", 0, e, "x"), lambda r: False)
+        )
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return router.refreshes
+
+    assert asyncio.run(main()) == 0
