@@ -208,6 +208,14 @@ class GroupCoordinatorShard:
         ctx = OperationContext(self, token)
         return ctx.result(share_offsets.complete_delete_share_group_offsets(ctx, req))
 
+    def start_with_topics(self, topics: tuple[TopicImage, ...]) -> None:
+        """The cluster's topics as the shard is made, before its log is replayed (Kafka hands a
+        coordinator shard the metadata image in onLoaded, before it serves). An operation that runs
+        before the first update_topics then sees the topics, not an empty image, whose hash would
+        bump every consumer group's epoch and empty every member's target. Not the first image
+        update_topics counts (that one still decides, after the load, which topics vanished)."""
+        self.topics_image = TopicsImage.of(topics)
+
     def update_topics(self, topics: tuple[TopicImage, ...], token: RequestToken | None = None) -> Result:
         """The cluster's topic metadata changed (Kafka's onMetadataUpdate + maybeCleanupShareGroupState).
 

@@ -80,11 +80,11 @@ class GroupCoordinator(CoordinatorActorBody):
         # Leadership pushes; one manager for every shard of this actor.
         self.group_configs = GroupConfigManager()
         self._group_configs_seen: dict[str, dict[str, str]] | None = None
-        factory = functools.partial(
+        self._make_shard = functools.partial(
             GroupCoordinatorShard, config=group_coordinator_config(config), new_member_id=new_member_id,
             group_config_manager=self.group_configs,
         )
-        self.host = CoordinatorHost(name, ActorKind.GROUP_COORDINATOR, CODEC, factory, config, Path(data_dir), seams)
+        self.host = CoordinatorHost(name, ActorKind.GROUP_COORDINATOR, CODEC, self._new_shard, config, Path(data_dir), seams)
         self.router = Router(controller, empty_leadership())
         persister = Persister(self.router, config["share.coordinator.state.topic.num.partitions"])
         self.share_state = ShareGroupState(self.host.runtime, persister)
@@ -93,6 +93,14 @@ class GroupCoordinator(CoordinatorActorBody):
         # Names outlive actors (a restarted coordinator keeps its name): a gateway tells this
         # actor's answers from its predecessor's by this.
         self.incarnation = uuid.uuid4().hex
+
+    def _new_shard(self, tp: tuple[str, int], clock: Any) -> GroupCoordinatorShard:
+        """A shard that knows the cluster's topics from the start: the operations queued while its
+        partition loads run before the load's own update_topics (shard.start_with_topics)."""
+        shard = self._make_shard(tp, clock)
+        if self.share_state.image is not None:
+            shard.start_with_topics(self.share_state.image)
+        return shard
 
     async def update_leadership(self, leadership: Leadership) -> None:
         self.router.update(leadership)
@@ -105,6 +113,11 @@ class GroupCoordinator(CoordinatorActorBody):
             self.group_configs.update(coordinator_group_configs(self.config, overrides))
 
     async def load(self, items: list[tuple[str, int, int]]) -> list[str]:
+        if self.share_state.image is None and self.router.controller.handle is not None:
+            # No map pushed yet (a coordinator started moments ago): its shards would start
+            # without the cluster's topics. Pulled first, as a broker has its metadata image
+            # before it becomes a coordinator.
+            await self.update_leadership(await self.router.refresh())
         report = await self.host.load(items)
         await self.share_state.update_topics([(t, p) for t, p, _ in items if (t, p) in self.host.runtime.partitions])
         return report
