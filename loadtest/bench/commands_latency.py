@@ -62,3 +62,48 @@ def latency(
            results, figures, json_out, placement=placement, samples=samples)
     console.print("p50/p99/p999: nearest-rank quantiles of one request's round trip, its last byte sent to its "
                   "answer's last byte read (lower is better)")
+
+
+@app.command("latency-at-load")
+def latency_at_load(
+    members: int = typer.Option(2000, help="Stable classic members (light clients)"),
+    groups: int = typer.Option(200, help="the groups they are in"),
+    heartbeat_ms: int = typer.Option(3000, help="each member's heartbeat interval"),
+    commit_ms: int = typer.Option(5000, help="each member's commit interval (its position)"),
+    seconds: float = typer.Option(30.0, help="the measured window, after every member is Stable"),
+    peer: str = typer.Option("tansu", "--peer", help="tansu, none"),
+    rounds: int = ROUNDS,
+    processes: int = typer.Option(1, "--processes", help="client processes the members run in"),
+    server_cpus: str | None = SERVER_CPUS,
+    client_cpus: str | None = CLIENT_CPUS,
+    json_out: Path | None = JSON,
+) -> None:
+    """p50/p99/p999 of Heartbeat and OffsetCommit at a fixed offered load (2,000 members heartbeating
+    every 3 s and committing every 5 s by default), raygroups against a peer in the same run, the
+    system pinned to the server's cores and the client to its own."""
+    import asyncio
+
+    from loadtest.bench.groups import latency_at_load as measure
+    from loadtest.bench.latency import QUANTILES
+    from loadtest.bench.protocols import Placement
+
+    placement = Placement(None if server_cpus == "none" else pinning.split(server_cpus, client_cpus))
+    chosen = [] if peer == "none" else peers(peer)
+    systems = {name: starter(name, 10, **NO_INITIAL_DELAY) for name in [*chosen, "raygroups"]}
+    figures = [Figure(f"{api}_{q}_ms", f"{label} {q}", higher_is_better=False, unit=" ms")
+               for api, label in (("heartbeat", "Heartbeat"), ("commit", "OffsetCommit (raygroups fsyncs)"))
+               for q in QUANTILES]
+    figures += [Figure("heartbeat_rps", "heartbeats/s answered"), Figure("commit_rps", "OffsetCommits/s answered"),
+                Figure("server_cores", "server cores busy", higher_is_better=False),
+                Figure("client_cores", "client cores busy", higher_is_better=False)]
+    results = best_of(systems, lambda _n, b: asyncio.run(
+        measure(b, members, groups, seconds, heartbeat_ms, commit_ms, processes, placement)), figures, rounds)
+    client_limit = 0.8 * (len(placement.cores.client) if placement.cores else processes)
+    bound = [name for name, got in results.items() if got.get("client_cores", 0) > client_limit]
+    report(f"latency at a fixed load: {members:,} members in {groups} groups, a heartbeat every {heartbeat_ms} ms and a "
+           f"commit every {commit_ms} ms each, {seconds:g} s measured, best of {rounds}; {placement.describe()}",
+           results, figures, json_out, placement=placement.describe(), client_bound=bound)
+    console.print("quantiles: nearest rank over every round trip in the window, request sent to answer read, "
+                  "as the members saw them (lower is better)")
+    if bound:
+        console.print(f"[yellow]client-bound (the client above 80% of its cores):[/] {', '.join(bound)}")

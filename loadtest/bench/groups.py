@@ -95,6 +95,47 @@ async def group_request_rates(bootstrap: str, members: int, groups: int, seconds
             "commit_client_cores": commit_rps * commit_client_us / 1e6}
 
 
+async def latency_at_load(bootstrap: str, members: int, groups: int, seconds: float, heartbeat_ms: int = 3_000,
+                          commit_ms: int = 5_000, processes: int = 1,
+                          placement: Placement | None = None) -> dict[str, float]:
+    """p50/p99/p999 of Heartbeat and OffsetCommit round trips at a fixed offered load: `members`
+    Stable members in `groups` groups, each heartbeating every `heartbeat_ms` and committing its
+    position every `commit_ms` (the interval runs from the last answer: with answers ≪ the
+    interval, the load is the open loop's, members / interval per second). Measured over the
+    `seconds` after every member is Stable, from the members' own round trips (request sent to
+    answer read), with the rates offered and the client's and server's busy cores."""
+    from loadtest.bench.latency import quantiles
+
+    f = fleet(bootstrap, processes)
+    try:
+        if placement is not None:
+            placement.pin(f)
+        await _create_topic(f.crowd, bootstrap)
+        specs = [Spec(f"m-{i}", f"load-{i % groups}", i % groups,
+                      config={"heartbeat_interval_ms": heartbeat_ms, "commit_interval_ms": commit_ms,
+                              "session_timeout_ms": max(30_000, 3 * heartbeat_ms)})
+                 for i in range(members)]
+        await f.start(specs)
+        await until_settled(f, 300)
+        server_pids = placement.server_pids(f) if placement is not None else set()
+        server, cpu = pinning.cpu_seconds(server_pids), await f.cpu()
+        started = time.time() * 1000
+        await asyncio.sleep(seconds)
+        ended = time.time() * 1000
+        cpu = await f.cpu() - cpu
+        server_cores = pinning.spent(server, pinning.cpu_seconds(server_pids)) / seconds if placement else float("nan")
+        result: dict[str, float] = {"client_cores": cpu / seconds, "server_cores": server_cores}
+        for api, key in (("Heartbeat", "heartbeat"), ("OffsetCommit", "commit")):
+            samples = await f.latencies(api, started, ended)
+            if not samples:
+                raise RuntimeError(f"no {api} answered without error in {seconds:g} s")
+            result[f"{key}_rps"] = len(samples) / seconds
+            result.update(quantiles([ms * 1000 for ms in samples], key))
+    finally:
+        await f.close()
+    return result
+
+
 async def heartbeat_cost(bootstrap: str, groups: int, members: int, active_groups: int, seconds: float,
                          processes: int = 1) -> dict[str, float]:
     """Microseconds per heartbeat (1 / heartbeats/s) of `members` closed-loop members in

@@ -138,6 +138,11 @@ class Members:
     def times(self, kind: str, since_ms: float, equal: dict[str, Any]) -> list[float]:
         return [r["time"] for r in self.crowd.where(kind, since_ms, **equal)]
 
+    def latencies(self, api: str, since_ms: float, until_ms: float) -> list[float]:
+        """Round trips (ms, request sent to answer read) of `api` answered without error in the window."""
+        return [r["latency_ms"] for r in self.crowd.where("response", since_ms, api=api, error="NONE")
+                if r["time"] <= until_ms]
+
     def settled_since(self) -> list[float | None]:
         """Since when each timed member has been settled as it is now (None: it is not)."""
         return [getattr(m, "settled_since", None) for m in self.by_name.values()]
@@ -175,6 +180,9 @@ class LocalFleet:
 
     async def times(self, kind: str, since_ms: float, **equal: Any) -> list[float]:
         return self.here.times(kind, since_ms, equal)
+
+    async def latencies(self, api: str, since_ms: float, until_ms: float) -> list[float]:
+        return self.here.latencies(api, since_ms, until_ms)
 
     async def settled_since(self) -> list[float | None]:
         return self.here.settled_since()
@@ -236,6 +244,9 @@ class ProcessFleet:
 
     async def times(self, kind: str, since_ms: float, **equal: Any) -> list[float]:
         return [t for part in await self._all("times", kind, since_ms, equal) for t in part]
+
+    async def latencies(self, api: str, since_ms: float, until_ms: float) -> list[float]:
+        return [t for part in await self._all("latencies", api, since_ms, until_ms) for t in part]
 
     async def settled_since(self) -> list[float | None]:
         return [t for part in await self._all("settled_since") for t in part]
@@ -305,6 +316,8 @@ async def _serve(pipe: Any, bootstrap: str) -> None:
                 result = here.count(*args)
             elif command == "times":
                 result = here.times(*args)
+            elif command == "latencies":
+                result = here.latencies(*args)
             elif command == "settled_since":
                 result = here.settled_since()
             elif command == "cpu":

@@ -33,8 +33,11 @@ async def _exercise(f) -> tuple[int, list[float], int, int]:
     settled = await until_settled(f, 30)
     started, cpu = time.time() * 1000, await f.cpu()
     await asyncio.sleep(0.3)
-    beats = await f.count("Heartbeat", started, time.time() * 1000)
+    ended = time.time() * 1000
+    beats = await f.count("Heartbeat", started, ended)
     assert await f.cpu() > cpu  # the members' loop (or loops) worked
+    latencies = await f.latencies("Heartbeat", started, ended)
+    assert len(latencies) == beats and all(0 <= ms < 30_000 for ms in latencies)
     joins = await f.times("request", 0, api="JoinGroup")
     await f.stop(["m0"])
     left = (await f.status()).members
@@ -70,3 +73,21 @@ def test_members_spread_over_client_processes_are_counted_and_timed_together():
         assert all(not child.is_alive() for child in f._children)
 
     asyncio.run(run())
+
+
+def test_latency_at_load_gives_quantiles_and_rates_of_both_apis():
+    from loadtest.bench.groups import latency_at_load
+
+    async def run() -> dict[str, float]:
+        server, bootstrap = await _responder()
+        try:
+            return await latency_at_load(bootstrap, 4, 2, 1.0, heartbeat_ms=50, commit_ms=100)
+        finally:
+            server.close()
+
+    got = asyncio.run(run())
+    for key in ("heartbeat", "commit"):
+        assert 0 <= got[f"{key}_p50_ms"] <= got[f"{key}_p99_ms"] <= got[f"{key}_p999_ms"]
+        assert got[f"{key}_rps"] > 0
+    # 4 members, one heartbeat each per 50 ms after the answer: at most 80 per second
+    assert got["heartbeat_rps"] <= 80 and got["client_cores"] > 0
