@@ -67,7 +67,9 @@ class CoordinatorClient:
     async def _parked(self, call: CoordinatorCall) -> Any:
         """An operation that may park: started with a ticket, answered on the gateway's channel to
         that coordinator (parked_answers.py). Retried once where a batched call is (the router's
-        rule): the coordinator died meanwhile, or answers that it no longer leads the partition."""
+        rule): a coordinator that answers that it no longer leads the partition (the operation did
+        not run). One that died while the operation was parked is not asked again here: the
+        operation may have run, and the client joins again as it chooses, as with Kafka."""
         for attempt in range(2):
             ticket, answer = self.parked.expect()
             try:
@@ -82,10 +84,8 @@ class CoordinatorClient:
                 try:
                     outcome = await answer
                 except ACTOR_GONE_RAISED:
-                    if attempt == 0:
-                        await self.router.refresh()
-                        continue
-                    raise NoLeader(f"coordinator of {CONSUMER_OFFSETS}-{call.partition} is unavailable") from None
+                    await self.router.refresh()
+                    raise NoLeader(f"coordinator of {CONSUMER_OFFSETS}-{call.partition} was lost during the call") from None
             finally:
                 self.parked.forget(ticket)
             if _not_coordinator(outcome) and attempt == 0:
