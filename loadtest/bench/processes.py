@@ -11,11 +11,13 @@ machine. A `LocalFleet` is the same interface over a Crowd in this process (`--p
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from cluster.runtime.collector_pause import full_collections_paused
 from loadtest.drivers.crowd import Crowd
 from loadtest.members.classic import ClassicConfig, ClassicMember, ClassicState
 from loadtest.members.consumer import ConsumerConfig, ConsumerMember, ConsumerState
@@ -120,6 +122,7 @@ class Members:
         self.bootstrap = bootstrap
         self.crowd = Crowd()
         self.by_name: dict[str, Member] = {}
+        self._quiet: Any = None
 
     def start(self, specs: list[Spec]) -> None:
         members = [s.build(self.bootstrap) for s in specs]
@@ -142,6 +145,21 @@ class Members:
         """Round trips (ms, request sent to answer read) of `api` answered without error in the window."""
         return [r["latency_ms"] for r in self.crowd.where("response", since_ms, api=api, error="NONE")
                 if r["time"] <= until_ms]
+
+    def quiet(self, on: bool) -> None:
+        """The collector's full passes off while a latency window is measured (on), back after.
+        The client keeps every observation, so its heap grows, and a full pass over it stopped
+        every member for 180-250 ms: measured as the system's p99 (a client stall, not the
+        system's). What is held when it begins is frozen out of the passes (gc.freeze)."""
+        if on and self._quiet is None:
+            self._quiet = full_collections_paused()
+            gc.collect()
+            gc.freeze()
+            self._quiet.__enter__()
+        elif not on and self._quiet is not None:
+            self._quiet.__exit__(None, None, None)
+            self._quiet = None
+            gc.unfreeze()
 
     def settled_since(self) -> list[float | None]:
         """Since when each timed member has been settled as it is now (None: it is not)."""
@@ -183,6 +201,9 @@ class LocalFleet:
 
     async def latencies(self, api: str, since_ms: float, until_ms: float) -> list[float]:
         return self.here.latencies(api, since_ms, until_ms)
+
+    async def quiet(self, on: bool) -> None:
+        self.here.quiet(on)
 
     async def settled_since(self) -> list[float | None]:
         return self.here.settled_since()
@@ -247,6 +268,9 @@ class ProcessFleet:
 
     async def latencies(self, api: str, since_ms: float, until_ms: float) -> list[float]:
         return [t for part in await self._all("latencies", api, since_ms, until_ms) for t in part]
+
+    async def quiet(self, on: bool) -> None:
+        await self._all("quiet", on)
 
     async def settled_since(self) -> list[float | None]:
         return [t for part in await self._all("settled_since") for t in part]
@@ -318,6 +342,8 @@ async def _serve(pipe: Any, bootstrap: str) -> None:
                 result = here.times(*args)
             elif command == "latencies":
                 result = here.latencies(*args)
+            elif command == "quiet":
+                result = here.quiet(*args)
             elif command == "settled_since":
                 result = here.settled_since()
             elif command == "cpu":

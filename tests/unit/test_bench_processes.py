@@ -91,3 +91,21 @@ def test_latency_at_load_gives_quantiles_and_rates_of_both_apis():
         assert got[f"{key}_rps"] > 0
     # 4 members, one heartbeat each per 50 ms after the answer: at most 80 per second
     assert got["heartbeat_rps"] <= 80 and got["client_cores"] > 0
+
+
+def test_a_quiet_client_makes_no_full_collections_and_gives_them_back_after():
+    import gc
+
+    from loadtest.bench.processes import Members
+
+    async def run() -> None:
+        members = Members("127.0.0.1:9")
+        before = gc.get_threshold()
+        members.quiet(True)
+        try:
+            assert gc.get_threshold()[2] > 1_000_000 and gc.get_freeze_count() > 0
+        finally:
+            members.quiet(False)
+        assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+    asyncio.run(run())
