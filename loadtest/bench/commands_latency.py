@@ -20,20 +20,17 @@ APIS = {"api_versions": "ApiVersions", "metadata": "Metadata (1 topic)", "heartb
         "commit": "OffsetCommit (raygroups fsyncs)"}
 
 
-def _pinned(cores: pinning.Cores | None, workload: Any) -> Any:
+def _pinned(placement: Any, workload: Any) -> Any:
     """The workload with the system (every process this one started) on the server's cores and
-    this process, the client, on the client's; its own cores back afterwards."""
+    this process, the client, on the client's (Placement.pin); its own cores back afterwards."""
     def run(name: str, bootstrap: str) -> dict[str, float]:
-        if cores is None:
-            return workload(bootstrap)
         mine = os.sched_getaffinity(0)
-        for pid in pinning.descendants(os.getpid()):
-            pinning.pin(pid, cores.server)
-        pinning.pin(os.getpid(), cores.client)
+        placement.pin()
         try:
             return workload(bootstrap)
         finally:
-            pinning.pin(os.getpid(), frozenset(mine))
+            if placement.cores is not None:
+                pinning.pin(os.getpid(), frozenset(mine))
     return run
 
 
@@ -50,16 +47,16 @@ def latency(
     Metadata, Heartbeat and OffsetCommit, raygroups against a peer, the system pinned to the server's
     cores and the client to its own."""
     from loadtest.bench.latency import QUANTILES, unloaded_round_trips
+    from loadtest.bench.protocols import Placement
 
-    cores = pinning.split(server_cpus, client_cpus)
+    placement = Placement(pinning.split(server_cpus, client_cpus))
     chosen = [] if peer == "none" else peers(peer)
     systems = {name: starter(name, 1, **NO_INITIAL_DELAY) for name in [*chosen, "raygroups"]}
     figures = [Figure(f"{api}_{q}_ms", f"{label} {q}", higher_is_better=False, unit=" ms")
                for api, label in APIS.items() for q in QUANTILES]
-    results = best_of(systems, _pinned(cores, lambda b: unloaded_round_trips(b, samples)), figures, rounds)
-    placement = cores.describe() if cores else "not pinned (needs Linux and two cores)"
-    report(f"unloaded round trips, {samples:,} of each API on one connection, best of {rounds}; {placement}",
-           results, figures, json_out, placement=placement, samples=samples)
+    results = best_of(systems, _pinned(placement, lambda b: unloaded_round_trips(b, samples)), figures, rounds)
+    report(f"unloaded round trips, {samples:,} of each API on one connection, best of {rounds}; {placement.describe()}",
+           results, figures, json_out, placement=placement.describe(), samples=samples)
     console.print("p50/p99/p999: nearest-rank quantiles of one request's round trip, its last byte sent to its "
                   "answer's last byte read (lower is better)")
 

@@ -88,15 +88,16 @@ class Placement:
     def __init__(self, cores: pinning.Cores | None) -> None:
         self.cores = cores
 
-    def server_pids(self, f: LocalFleet | ProcessFleet) -> set[int]:
-        return pinning.descendants(os.getpid(), leave_out=f.pids)
+    def server_pids(self, f: LocalFleet | ProcessFleet | None = None) -> set[int]:
+        """Every process this one started but the fleet's client processes (None: no fleet)."""
+        return pinning.descendants(os.getpid(), leave_out=f.pids if f is not None else [])
 
-    def pin(self, f: LocalFleet | ProcessFleet) -> None:
+    def pin(self, f: LocalFleet | ProcessFleet | None = None) -> None:
         if self.cores is None:
             return
         for pid in self.server_pids(f):
             pinning.pin(pid, self.cores.server)
-        for pid in [os.getpid(), *f.pids]:
+        for pid in [os.getpid(), *(f.pids if f is not None else [])]:
             pinning.pin(pid, self.cores.client)
 
     def describe(self) -> str:
