@@ -142,9 +142,11 @@ class Members:
         return [r["time"] for r in self.crowd.where(kind, since_ms, **equal)]
 
     def latencies(self, api: str, since_ms: float, until_ms: float) -> list[float]:
-        """Round trips (ms, request sent to answer read) of `api` answered without error in the window."""
+        """Round trips (ms, request sent to answer read) of `api` sent in the window and answered
+        without error. By when they were sent: a request sent before the window and held up by
+        something before it (the client's own collection as it went quiet) is not the window's."""
         return [r["latency_ms"] for r in self.crowd.where("response", since_ms, api=api, error="NONE")
-                if r["time"] <= until_ms]
+                if since_ms <= r["request_time"] <= until_ms]
 
     def quiet(self, on: bool) -> None:
         """The collector's full passes off while a latency window is measured (on), back after.

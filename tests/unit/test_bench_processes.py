@@ -37,7 +37,8 @@ async def _exercise(f) -> tuple[int, list[float], int, int]:
     beats = await f.count("Heartbeat", started, ended)
     assert await f.cpu() > cpu  # the members' loop (or loops) worked
     latencies = await f.latencies("Heartbeat", started, ended)
-    assert len(latencies) == beats and all(0 <= ms < 30_000 for ms in latencies)
+    # by when each was sent, not answered: at most one per member (4) differs at each end
+    assert latencies and abs(len(latencies) - beats) <= 8 and all(0 <= ms < 30_000 for ms in latencies)
     joins = await f.times("request", 0, api="JoinGroup")
     await f.stop(["m0"])
     left = (await f.status()).members
