@@ -19,15 +19,13 @@ from coordinator.hashing import group_partition
 
 from cluster.calls.kinds import ActorKind
 from cluster.calls import CoordinatorCall, CoordinatorOp, Endpoint, Failed, Listing, ParkedItem
-from cluster.clients.failures import ACTOR_GONE
+from cluster.clients.failures import ACTOR_GONE, ACTOR_LOST
 from cluster.clients.parked_answers import ParkedAnswers
 from cluster.metadata import CONSUMER_OFFSETS
 from cluster.clients.routing import NoLeader
 
 
 _REMEMBERED_GROUPS = 100_000  # ids whose partition is kept (a few MB at most)
-# A dead actor as a parked answer reports it; not CancelledError, which is the caller's own.
-ACTOR_GONE_RAISED = tuple(e for e in ACTOR_GONE if e is not asyncio.CancelledError)
 
 
 def _not_coordinator(outcome: Any) -> bool:
@@ -83,7 +81,7 @@ class CoordinatorClient:
                 self.parked.started(ticket, started[0], started[1])
                 try:
                     outcome = await answer
-                except ACTOR_GONE_RAISED:
+                except ACTOR_LOST:
                     await self.router.refresh()
                     raise NoLeader(f"coordinator of {CONSUMER_OFFSETS}-{call.partition} was lost during the call") from None
             finally:

@@ -16,6 +16,9 @@ from ray.exceptions import RayActorError, RayError
 from cluster.channels import ChannelClosed
 
 ACTOR_GONE = (RayActorError, RayError, ChannelClosed, asyncio.CancelledError)
+# The same, raised by a call whose actor died or whose channel closed under it, for a caller that
+# must not take its own cancellation for that (it goes on up).
+ACTOR_LOST = tuple(e for e in ACTOR_GONE if e is not asyncio.CancelledError)
 
 
 async def answer_or_none(ref: Any) -> Any:

@@ -22,15 +22,11 @@ from typing import Any
 from cluster.calls import Endpoint
 from cluster.clients.batchers import ActorBatcher, batcher_for
 from cluster.clients.controller import ControllerClient
-from cluster.clients.failures import ACTOR_GONE
+from cluster.clients.failures import ACTOR_LOST
 from cluster.clients.links import ActorLink, this_node
 from cluster.leadership import Leadership
 
 log = logging.getLogger(__name__)
-
-# The actor died or its channel closed under a call: not the caller's own cancellation, which
-# goes on up.
-_GONE_UNDER = tuple(e for e in ACTOR_GONE if e is not asyncio.CancelledError)
 
 
 class NoLeader(Exception):
@@ -127,7 +123,7 @@ class Router:
             except NoLeader:  # not sent: no live actor to send it to
                 await self.refresh()
                 continue
-            except _GONE_UNDER:
+            except ACTOR_LOST:
                 await self.refresh()
                 raise NoLeader(f"leader of {topic}-{partition} ({actor}) was lost during the call") from None
             if not_leader(result) and attempt == 0:
