@@ -46,11 +46,10 @@ async def _create_topic(crowd: Crowd, bootstrap: str, partitions: int = 10) -> N
                             "validate_only": False})
 
 
-async def _rate(members: LocalFleet | ProcessFleet, api: str, seconds: float,
-                placement: Placement | None = None) -> tuple[float, float, float]:
-    """Answers/s of `api` without error over the next `seconds`, from the members' observations;
-    the client's CPU µs per answer (all its processes): near 1e6 / rate per process, the client is
-    the limit; and the server's cores busy meanwhile (every process of the system; NaN unplaced)."""
+async def _window(members: LocalFleet | ProcessFleet, seconds: float,
+                  placement: Placement | None) -> tuple[float, float, float, float]:
+    """The next `seconds`, measured: (start ms, end ms, the client's CPU seconds in it, all its
+    processes; the server's cores busy in it, every process of the system, NaN unplaced)."""
     server_pids = placement.server_pids(members) if placement is not None else set()
     server = pinning.cpu_seconds(server_pids)
     cpu = await members.cpu()
@@ -59,6 +58,15 @@ async def _rate(members: LocalFleet | ProcessFleet, api: str, seconds: float,
     ended = time.time() * 1000
     cpu = await members.cpu() - cpu
     server_cores = pinning.spent(server, pinning.cpu_seconds(server_pids)) / seconds if placement else float("nan")
+    return started, ended, cpu, server_cores
+
+
+async def _rate(members: LocalFleet | ProcessFleet, api: str, seconds: float,
+                placement: Placement | None = None) -> tuple[float, float, float]:
+    """Answers/s of `api` without error over the next `seconds`, from the members' observations;
+    the client's CPU µs per answer (all its processes): near 1e6 / rate per process, the client is
+    the limit; and the server's cores busy meanwhile (every process of the system; NaN unplaced)."""
+    started, ended, cpu, server_cores = await _window(members, seconds, placement)
     answers = await members.count(api, started, ended)
     return answers / seconds, cpu * 1e6 / answers if answers else float("inf"), server_cores
 
@@ -124,16 +132,10 @@ async def latency_at_load(bootstrap: str, members: int, groups: int, seconds: fl
             await f.start([s for s in specs if s.process == g])
             await asyncio.sleep(step)
         await until_settled(f, 300)
-        server_pids = placement.server_pids(f) if placement is not None else set()
         await f.quiet(True)  # the client's own full collections would be measured as the system's p99
         await asyncio.sleep(1.0)  # what that last collection held up is answered before the window
-        server, cpu = pinning.cpu_seconds(server_pids), await f.cpu()
-        started = time.time() * 1000
-        await asyncio.sleep(seconds)
-        ended = time.time() * 1000
-        cpu = await f.cpu() - cpu
+        started, ended, cpu, server_cores = await _window(f, seconds, placement)
         await f.quiet(False)
-        server_cores = pinning.spent(server, pinning.cpu_seconds(server_pids)) / seconds if placement else float("nan")
         result: dict[str, float] = {"client_cores": cpu / seconds, "server_cores": server_cores}
         for api, key in (("Heartbeat", "heartbeat"), ("OffsetCommit", "commit")):
             samples = await f.latencies(api, started, ended)
