@@ -11,6 +11,7 @@ from typing import Any
 from cluster.calls import Endpoint
 from cluster.calls.kinds import ActorKind
 from cluster.channels import ChannelServer
+from cluster.runtime.collector import settle_at_start
 
 
 def identity(name: str, kind: ActorKind) -> dict[str, Any]:
@@ -20,8 +21,11 @@ def identity(name: str, kind: ActorKind) -> dict[str, Any]:
     return {"name": name, "kind": kind.value, "node_id": ctx.get_node_id(), "pid": os.getpid()}
 
 
-def setup_logging() -> None:
+def setup_process() -> None:
+    """First thing in an actor's __init__: logging, and the collector's policy (what the imports
+    left frozen out of its passes: cluster/runtime/collector.py)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settle_at_start()
 
 
 async def wait_forever() -> None:

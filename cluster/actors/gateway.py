@@ -8,7 +8,7 @@ import ray
 
 from cluster.calls.kinds import ActorKind
 
-from cluster.actors.common import identity, setup_logging, wait_forever
+from cluster.actors.common import identity, setup_process, wait_forever
 from cluster.advertised import advertised_address
 from cluster.config import Config
 from cluster.gateway.auth.client_listener import client_listener
@@ -23,7 +23,7 @@ from cluster.metrics import registry as metrics_registry
 @ray.remote
 class GatewayActor:
     def __init__(self, node_id: int, host: str, port: int, config: Config, controller: Any) -> None:
-        setup_logging()
+        setup_process()
         self.node_id = node_id
         self.host = host
         self.port = port

@@ -28,7 +28,7 @@ from coordinator.records import CODEC
 from coordinator.shard import GroupCoordinatorShard
 
 from cluster.actors.answer_channels import AnswerChannels
-from cluster.actors.common import setup_logging
+from cluster.actors.common import setup_process
 from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorHost, Seams
 from cluster.calls import CoordinatorItem, CoordinatorOp, Failed, ParkedItem, pack, unpack
 from cluster.calls.kinds import ActorKind
@@ -205,5 +205,5 @@ class GroupCoordinator(CoordinatorActorBody):
 @ray.remote
 class GroupCoordinatorActor(GroupCoordinator):
     def __init__(self, name: str, config: Config, data_dir: str, controller: Any = None) -> None:
-        setup_logging()
+        setup_process()
         super().__init__(name, config, data_dir, controller)

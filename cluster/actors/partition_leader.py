@@ -25,7 +25,7 @@ from kio.schema.errors import ErrorCode
 from cluster.calls import FetchItem, ListOffsetsItem, LogEnd, ProduceItem
 from cluster.calls.kinds import ActorKind
 
-from cluster.actors.common import ChannelHost, identity, setup_logging, wait_forever
+from cluster.actors.common import ChannelHost, identity, setup_process, wait_forever
 from cluster.config import Config
 from cluster.leadership import Leadership, empty_leadership
 from cluster.log import FlushPolicy, LogConfig, PartitionLog
@@ -244,7 +244,7 @@ def _rebuild_producer_state(log: PartitionLog) -> ProducerStateManager:
 @ray.remote
 class PartitionLeaderActor(ChannelHost):
     def __init__(self, name: str, config: Config, data_dir: str, controller: Any = None) -> None:
-        setup_logging()
+        setup_process()
         self.router = Router(controller, empty_leadership())
         persister = Persister(self.router, config["share.coordinator.state.topic.num.partitions"])
         self.leader = PartitionLeader(name, config, Path(data_dir), persister=persister)

@@ -18,7 +18,7 @@ from sharestate.config import ShareCoordinatorConfig
 from sharestate.coordinator_shard import ShareCoordinatorShard
 from sharestate.records import CODEC
 
-from cluster.actors.common import setup_logging
+from cluster.actors.common import setup_process
 from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorHost, Seams
 from cluster.calls import CoordinatorItem
 from cluster.calls.kinds import ActorKind
@@ -45,5 +45,5 @@ class ShareCoordinator(CoordinatorActorBody):
 @ray.remote
 class ShareCoordinatorActor(ShareCoordinator):
     def __init__(self, name: str, config: Config, data_dir: str, controller: Any = None) -> None:
-        setup_logging()
+        setup_process()
         super().__init__(name, config, data_dir, controller)

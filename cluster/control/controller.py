@@ -28,7 +28,7 @@ from kio.schema.errors import ErrorCode
 from cluster.control.actor_pool import ActorPool, RayActorPool
 from cluster.control.actor_state import ActorEntry
 from cluster.calls.kinds import kind_for_topic
-from cluster.actors.common import setup_logging
+from cluster.actors.common import setup_process
 from cluster.log import coordinator_log_config
 from cluster.config import Config
 from cluster.group_configs import AlterOp, Refusal, apply
@@ -343,7 +343,7 @@ class Controller:
 @ray.remote
 class ControllerActor:
     def __init__(self, config: Config, data_dir: str, host: str, port: int, namespace: str) -> None:
-        setup_logging()
+        setup_process()
         self.controller = Controller(config, Path(data_dir), host, port, namespace)
 
     async def start(self) -> list[str]:

@@ -19,7 +19,7 @@ from kernel.codec import RecordCodec
 
 from cluster.log import LogConfig, LogWriteError, PartitionLog
 from cluster.log import batch_records, group_commit
-from cluster.runtime.collector_pause import full_collections_paused
+from cluster.runtime.collector import full_collections_paused
 from cluster.runtime.partition import Partition, TopicPartition
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from cluster.runtime.collector_pause import full_collections_paused
+from cluster.runtime.collector import full_collections_paused
 from loadtest.drivers.crowd import Crowd
 from loadtest.members.classic import ClassicConfig, ClassicMember, ClassicState
 from loadtest.members.consumer import ConsumerConfig, ConsumerMember, ConsumerState
