@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 
 import typer
@@ -28,17 +29,53 @@ def produce_fetch(
     value_bytes: int = 100,
     peer: str = PEER,
     rounds: int = ROUNDS,
+    client: str = typer.Option("confluent", "--client", help="confluent (confluent-kafka, Python) or kcat "
+                               "(librdkafka's C client: a client that is not the limit)"),
+    server_cpus: str | None = typer.Option(None, "--server-cpus", help="CPUs for the system under test (default: "
+                                           "the first half); `none`: nothing pinned"),
+    client_cpus: str | None = typer.Option(None, "--client-cpus", help="CPUs for the load client (default: the rest)"),
     json_out: Path | None = JSON,
 ) -> None:
-    """Records/s produced (acks=all) and fetched (assign()) by confluent-kafka, raygroups vs a peer."""
+    """Records/s produced (acks=all) and fetched (assign()) by confluent-kafka or kcat, raygroups vs
+    a peer, each system pinned to the server's cores and the client to its own."""
+    from loadtest.bench import kcat, pinning
     from loadtest.bench.clients import produce_fetch_rates
+    from loadtest.bench.protocols import Placement
 
+    if client not in ("confluent", "kcat"):
+        raise typer.BadParameter("--client is confluent or kcat")
+    if client == "kcat" and kcat.available() is None:
+        console.print(f"[yellow]{kcat.MISSING}[/]")
+        raise typer.Exit(2)
     records -= records % (100 * partitions)
-    figures = [Figure("produce_rps", "produced records/s (acks=all)"), Figure("fetch_rps", "fetched records/s (assign())")]
-    results = best_of(_systems(peer, partitions),
-                      lambda _n, b: produce_fetch_rates(b, "bench", records, partitions, value_bytes), figures, rounds)
-    report(f"produce/fetch, {records:,} records of {value_bytes} B over {partitions} partitions, best of {rounds}",
-           results, figures, json_out)
+    placement = Placement(None if server_cpus == "none" else pinning.split(server_cpus, client_cpus))
+    figures = [Figure("produce_rps", "produced records/s (acks=all)"), Figure("fetch_rps", "fetched records/s (assign())"),
+               Figure("produce_client_cores", "client cores busy (produce)", higher_is_better=False),
+               Figure("fetch_client_cores", "client cores busy (fetch)", higher_is_better=False)]
+    if client == "kcat":
+        figures += [Figure("produce_server_cores", "server cores busy (produce)", higher_is_better=False),
+                    Figure("fetch_server_cores", "server cores busy (fetch)", higher_is_better=False),
+                    Figure("produce_per_server_core", "produced records per server CPU second"),
+                    Figure("fetch_per_server_core", "fetched records per server CPU second")]
+
+    def run(_name: str, bootstrap: str) -> dict[str, float]:
+        placement.pin()
+        if client == "kcat":
+            return kcat.produce_fetch_rates(bootstrap, f"bench-{time.monotonic_ns()}", records, partitions, value_bytes,
+                                            placement.cores.client if placement.cores else None,
+                                            placement.server_pids())
+        return produce_fetch_rates(bootstrap, "bench", records, partitions, value_bytes)
+
+    results = best_of(_systems(peer, partitions), run, figures, rounds)
+    client_limit = 0.8 * (len(placement.cores.client) if placement.cores else 1)
+    bound = [f"{name} ({phase})" for name, got in results.items() for phase in ("produce", "fetch")
+             if got.get(f"{phase}_client_cores", 0) > client_limit]
+    report(f"produce/fetch with {client}, {records:,} records of {value_bytes} B over {partitions} partitions, "
+           f"best of {rounds}; {placement.describe()}", results, figures, json_out,
+           placement=placement.describe(), client_bound=bound)
+    if bound:
+        console.print(f"[yellow]client-bound (the client above 80% of its cores):[/] {', '.join(bound)}: "
+                      "those rates measure the client, not the system")
 
 
 @app.command("api-roundtrips")
