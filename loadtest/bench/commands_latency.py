@@ -39,6 +39,8 @@ def latency(
     samples: int = typer.Option(2000, help="timed round trips of each API (after 200 untimed)"),
     peer: str = typer.Option("tansu", "--peer", help="tansu, responder, both, none"),
     rounds: int = ROUNDS,
+    gap_ms: float = typer.Option(0.0, "--gap-ms", help="wait this long before each request (sparse requests: "
+                                 "every process has gone idle; use fewer --samples)"),
     server_cpus: str | None = SERVER_CPUS,
     client_cpus: str | None = CLIENT_CPUS,
     json_out: Path | None = JSON,
@@ -54,8 +56,11 @@ def latency(
     systems = {name: starter(name, 1, **NO_INITIAL_DELAY) for name in [*chosen, "raygroups"]}
     figures = [Figure(f"{api}_{q}_ms", f"{label} {q}", higher_is_better=False, unit=" ms")
                for api, label in APIS.items() for q in QUANTILES]
-    results = best_of(systems, _pinned(placement, lambda b: unloaded_round_trips(b, samples)), figures, rounds)
-    report(f"unloaded round trips, {samples:,} of each API on one connection, best of {rounds}; {placement.describe()}",
+    results = best_of(systems, _pinned(placement, lambda b: unloaded_round_trips(b, samples, gap_s=gap_ms / 1000)),
+                      figures, rounds)
+    spacing = f", {gap_ms:g} ms apart" if gap_ms else ""
+    report(f"unloaded round trips, {samples:,} of each API on one connection{spacing}, best of {rounds}; "
+           f"{placement.describe()}",
            results, figures, json_out, placement=placement.describe(), samples=samples)
     console.print("p50/p99/p999: nearest-rank quantiles of one request's round trip, its last byte sent to its "
                   "answer's last byte read (lower is better)")

@@ -85,10 +85,14 @@ def quantiles(samples_us: list[float], prefix: str) -> dict[str, float]:
             for name, q in QUANTILES.items()}
 
 
-def timed(conn: Connection, frame: bytearray, samples: int, check: Any = None) -> list[float]:
-    """Round trips of one encoded request, in microseconds; `check` sees the first answer."""
+def timed(conn: Connection, frame: bytearray, samples: int, check: Any = None, gap_s: float = 0.0) -> list[float]:
+    """Round trips of one encoded request, in microseconds; `check` sees the first answer. With
+    `gap_s`, each request waits that long after the previous answer (every process on the way has
+    gone idle by then: the sparse requests of a lightly loaded cluster)."""
     out = []
     for i in range(samples):
+        if gap_s:
+            time.sleep(gap_s)
         start = time.perf_counter_ns()
         payload = conn.send(frame)
         out.append((time.perf_counter_ns() - start) / 1000)
@@ -149,9 +153,9 @@ def _subscription(topic: str) -> bytes:
     return struct.pack(">hih", 0, 1, len(name)) + name + struct.pack(">i", -1)
 
 
-def unloaded_round_trips(bootstrap: str, samples: int = 2000, warmup: int = 200) -> dict[str, float]:
+def unloaded_round_trips(bootstrap: str, samples: int = 2000, warmup: int = 200, gap_s: float = 0.0) -> dict[str, float]:
     """p50/p99/p999 of ApiVersions, Metadata (one topic), Heartbeat and OffsetCommit, one request
-    at a time on one connection, after `warmup` untimed ones of each."""
+    at a time on one connection (`gap_s` apart), after `warmup` untimed ones of each."""
     stamp = time.monotonic_ns()
     topic, group = f"latency-{stamp}", f"latency-{stamp}"
     conn = Connection(bootstrap)
@@ -177,10 +181,21 @@ def unloaded_round_trips(bootstrap: str, samples: int = 2000, warmup: int = 200)
         }
         checks = {"heartbeat": _answered_none(ApiKey.HEARTBEAT, lambda r: r.error_code),
                   "commit": _answered_none(ApiKey.OFFSET_COMMIT, lambda r: r.topics[0].partitions[0].error_code)}
-        figures: dict[str, float] = {}
         for name, frame in frames.items():
             timed(conn, frame, warmup, checks.get(name))
-            figures.update(quantiles(timed(conn, frame, samples), name))
+        taken: dict[str, list[float]] = {name: [] for name in frames}
+        if gap_s:
+            # Spaced out, the APIs take turns: the member's heartbeat then comes every four gaps,
+            # within its session however long the run.
+            for _ in range(samples):
+                for name, frame in frames.items():
+                    taken[name] += timed(conn, frame, 1, gap_s=gap_s)
+        else:
+            for name, frame in frames.items():
+                taken[name] = timed(conn, frame, samples)
+        figures: dict[str, float] = {}
+        for name, got in taken.items():
+            figures.update(quantiles(got, name))
         return figures
     finally:
         conn.close()
