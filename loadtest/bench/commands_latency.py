@@ -17,7 +17,7 @@ from loadtest.bench.systems import NO_INITIAL_DELAY, console, peers, starter
 SERVER_CPUS = typer.Option(None, "--server-cpus", help="CPUs for the system under test, e.g. 0 (default: the first half)")
 CLIENT_CPUS = typer.Option(None, "--client-cpus", help="CPUs for the client, e.g. 1 (default: the rest)")
 APIS = {"api_versions": "ApiVersions", "metadata": "Metadata (1 topic)", "heartbeat": "Heartbeat",
-        "commit": "OffsetCommit (raygroups fsyncs)"}
+        "produce": "Produce, 1 record, acks=all (raygroups fsyncs)", "commit": "OffsetCommit (raygroups fsyncs)"}
 
 
 def _pinned(placement: Any, workload: Any) -> Any:
@@ -46,7 +46,7 @@ def latency(
     json_out: Path | None = JSON,
 ) -> None:
     """Unloaded round trips (one connection, one request at a time): p50/p99/p999 of ApiVersions,
-    Metadata, Heartbeat and OffsetCommit, raygroups against a peer, the system pinned to the server's
+    Metadata, Heartbeat, Produce (acks=all) and OffsetCommit, raygroups against a peer, the system pinned to the server's
     cores and the client to its own."""
     from loadtest.bench.latency import QUANTILES, unloaded_round_trips
     from loadtest.bench.protocols import Placement

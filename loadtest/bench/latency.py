@@ -4,8 +4,9 @@ byte sent to its answer's last byte read (issue 24: latency is a figure, not onl
 The client is a blocking socket with every request encoded once and only its correlation id
 patched, so what it adds to a round trip is a send and a receive: a few microseconds against the
 tens to thousands measured. It forms its own classic group (JoinGroup, SyncGroup) and then times
-Heartbeat and OffsetCommit of that member, besides ApiVersions and Metadata, which any broker
-answers without a group. Works against any Kafka broker (raygroups, tansu).
+Heartbeat and OffsetCommit of that member, besides ApiVersions, Metadata and a Produce of one
+100-byte record with acks=all (-1), which any broker answers without a group. Works against any
+Kafka broker (raygroups, tansu).
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
 
 from cluster.gateway.apis import ApiKey, build, request_class, response_class
+from cluster.record_batch_writer import write_batch
 
 # The APIs timed, with the versions every peer serves (tansu advertises Heartbeat <= 4 and
 # OffsetCommit <= 9, Metadata <= 12).
 VERSIONS = {ApiKey.API_VERSIONS: 3, ApiKey.METADATA: 12, ApiKey.JOIN_GROUP: 9, ApiKey.SYNC_GROUP: 5,
-            ApiKey.HEARTBEAT: 4, ApiKey.OFFSET_COMMIT: 9, ApiKey.CREATE_TOPICS: 7}
+            ApiKey.HEARTBEAT: 4, ApiKey.OFFSET_COMMIT: 9, ApiKey.CREATE_TOPICS: 7, ApiKey.PRODUCE: 9}
 QUANTILES = {"p50": 0.50, "p99": 0.99, "p999": 0.999}
 
 
@@ -154,7 +156,7 @@ def _subscription(topic: str) -> bytes:
 
 
 def unloaded_round_trips(bootstrap: str, samples: int = 2000, warmup: int = 200, gap_s: float = 0.0) -> dict[str, float]:
-    """p50/p99/p999 of ApiVersions, Metadata (one topic), Heartbeat and OffsetCommit, one request
+    """p50/p99/p999 of ApiVersions, Metadata (one topic), Heartbeat, Produce (acks=all) and OffsetCommit, one request
     at a time on one connection (`gap_s` apart), after `warmup` untimed ones of each."""
     stamp = time.monotonic_ns()
     topic, group = f"latency-{stamp}", f"latency-{stamp}"
@@ -173,6 +175,9 @@ def unloaded_round_trips(bootstrap: str, samples: int = 2000, warmup: int = 200,
                                                       "include_topic_authorized_operations": False}),
             "heartbeat": conn.encode(ApiKey.HEARTBEAT, {"group_id": group, "generation_id": generation,
                                                         "member_id": member_id, "group_instance_id": None}),
+            "produce": conn.encode(ApiKey.PRODUCE, {
+                "transactional_id": None, "acks": -1, "timeout": 30_000, "topic_data": [{"name": topic, "partition_data": [
+                    {"index": 0, "records": write_batch([(0, b"key", b"v" * 100)], int(time.time() * 1000))}]}]}),
             "commit": conn.encode(ApiKey.OFFSET_COMMIT, {
                 "group_id": group, "generation_id_or_member_epoch": generation, "member_id": member_id,
                 "group_instance_id": None, "topics": [{"name": topic, "partitions": [
@@ -180,6 +185,7 @@ def unloaded_round_trips(bootstrap: str, samples: int = 2000, warmup: int = 200,
                      "committed_metadata": None}]}]}),
         }
         checks = {"heartbeat": _answered_none(ApiKey.HEARTBEAT, lambda r: r.error_code),
+                  "produce": _answered_none(ApiKey.PRODUCE, lambda r: r.responses[0].partition_responses[0].error_code),
                   "commit": _answered_none(ApiKey.OFFSET_COMMIT, lambda r: r.topics[0].partitions[0].error_code)}
         for name, frame in frames.items():
             timed(conn, frame, warmup, checks.get(name))

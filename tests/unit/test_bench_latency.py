@@ -16,3 +16,32 @@ def test_quantiles_are_nearest_rank_in_milliseconds():
 def test_the_groups_subscription_and_assignment_are_well_formed():
     assert decode_subscription(_subscription("latency-1")).topics == ("latency-1",)
     assert decode_assignment(_assignment("latency-1")) == {"latency-1": (0,)}
+
+
+def test_unloaded_round_trips_time_every_api_spaced_out_against_a_responder():
+    import asyncio
+    import threading
+
+    from loadtest.bench.latency import unloaded_round_trips
+    from loadtest.responder import Responder
+    from cluster.gateway.server import serve
+
+    loop = asyncio.new_event_loop()
+    ready: list[str] = []
+
+    async def start() -> None:
+        responder = Responder("127.0.0.1", 0, 2)
+        server, _ = await serve(responder.dispatch, "127.0.0.1", 0, 1 << 20)
+        responder.port = server.sockets[0].getsockname()[1]
+        ready.append(f"127.0.0.1:{responder.port}")
+
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(start(), loop).result(10)
+    try:
+        got = unloaded_round_trips(ready[0], samples=5, warmup=1, gap_s=0.002)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+    for api in ("api_versions", "metadata", "heartbeat", "produce", "commit"):
+        assert 0 < got[f"{api}_p50_ms"] <= got[f"{api}_p99_ms"] <= got[f"{api}_p999_ms"]
