@@ -67,15 +67,8 @@ def produce_fetch(
         return produce_fetch_rates(bootstrap, "bench", records, partitions, value_bytes)
 
     results = best_of(_systems(peer, partitions), run, figures, rounds)
-    client_limit = 0.8 * (len(placement.cores.client) if placement.cores else 1)
-    bound = [f"{name} ({phase})" for name, got in results.items() for phase in ("produce", "fetch")
-             if got.get(f"{phase}_client_cores", 0) > client_limit]
-    report(f"produce/fetch with {client}, {records:,} records of {value_bytes} B over {partitions} partitions, "
-           f"best of {rounds}; {placement.describe()}", results, figures, json_out,
-           placement=placement.describe(), client_bound=bound)
-    if bound:
-        console.print(f"[yellow]client-bound (the client above 80% of its cores):[/] {', '.join(bound)}: "
-                      "those rates measure the client, not the system")
+    _report_per_core(f"produce/fetch with {client}, {records:,} records of {value_bytes} B over {partitions} "
+                     f"partitions, best of {rounds}", results, figures, json_out, placement, ("produce", "fetch"), 1)
 
 
 @app.command("api-roundtrips")
@@ -125,12 +118,20 @@ def group_requests(
     results = best_of(_systems(peer, **NO_INITIAL_DELAY),
                       lambda _n, b: asyncio.run(group_request_rates(b, members, groups, seconds, processes, placement)),
                       figures, rounds)
+    _report_per_core(f"group requests, {members} members in {groups} groups, closed loop, {seconds:g} s each, "
+                     f"{processes} client process(es), best of {rounds}", results, figures, json_out, placement,
+                     ("heartbeat", "commit"), processes)
+
+
+def _report_per_core(title: str, results: dict, figures: list[Figure], json_out: Path | None, placement,
+                     phases: tuple[str, ...], processes: int) -> None:
+    """The table, with where each side ran; a phase whose client was above 80% of its cores (of its
+    processes where nothing is pinned) is labelled client-bound, for either system."""
     client_limit = 0.8 * (len(placement.cores.client) if placement.cores else processes)
-    bound = [f"{name} ({kind})" for name, got in results.items() for kind in ("heartbeat", "commit")
-             if got.get(f"{kind}_client_cores", 0) > client_limit]
-    report(f"group requests, {members} members in {groups} groups, closed loop, {seconds:g} s each, "
-           f"{processes} client process(es), best of {rounds}; {placement.describe()}", results, figures, json_out,
-           placement=placement.describe(), client_bound=bound)
+    bound = [f"{name} ({phase})" for name, got in results.items() for phase in phases
+             if got.get(f"{phase}_client_cores", 0) > client_limit]
+    report(f"{title}; {placement.describe()}", results, figures, json_out, placement=placement.describe(),
+           client_bound=bound)
     if bound:
         console.print(f"[yellow]client-bound (the client above 80% of its cores):[/] {', '.join(bound)}: "
                       "those rates measure the client, not the system")
