@@ -53,20 +53,23 @@ def _run(args: list[str], env: dict[str, str], cores: frozenset[int] | None, ser
     the lines it printed (a fetch prints one per record)."""
     server_before = pinning.cpu_seconds(server)
     start = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            preexec_fn=(lambda: os.sched_setaffinity(0, cores)) if cores else None)
-    lines = 0
-    assert proc.stdout is not None
-    while chunk := proc.stdout.read1(1 << 20):
-        lines += chunk.count(b"\n")
-    # os.wait4 gives the child's own CPU (librdkafka's threads included) when it ends.
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    server_cpu = pinning.spent(server_before, pinning.cpu_seconds(server))
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise RuntimeError(f"kcat exited {proc.returncode}: {err.strip()[-500:]}")
+    # What it says goes to a file, not a pipe read only at the end: a kcat reporting many failed
+    # deliveries would fill that pipe and block while this reads its output.
+    with tempfile.TemporaryFile() as said:
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=said, env=env,
+                                preexec_fn=(lambda: os.sched_setaffinity(0, cores)) if cores else None)
+        lines = 0
+        assert proc.stdout is not None
+        while chunk := proc.stdout.read1(1 << 20):
+            lines += chunk.count(b"\n")
+        # os.wait4 gives the child's own CPU (librdkafka's threads included) when it ends.
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        server_cpu = pinning.spent(server_before, pinning.cpu_seconds(server))
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            said.seek(0)
+            raise RuntimeError(f"kcat exited {code}: {said.read().decode(errors='replace').strip()[-500:]}")
     return {"wall": wall, "client_cpu": usage.ru_utime + usage.ru_stime, "server_cpu": server_cpu, "lines": lines}
 
 
@@ -77,7 +80,7 @@ def produce_fetch_rates(bootstrap: str, topic: str, records: int, partitions: in
     must read back every record produced, so a rate never counts records that were not stored.
     (Not the high watermarks: tansu 0.6's ListOffsets answers fewer, 585,398 of 600,000 records it
     then serves whole.)"""
-    from loadtest.bench.clients import create_topic
+    from loadtest.bench.clients import _client_cpu, create_topic
 
     kcat = available()
     if kcat is None:
@@ -87,7 +90,8 @@ def produce_fetch_rates(bootstrap: str, topic: str, records: int, partitions: in
     with tempfile.TemporaryDirectory() as tmp:
         env = _librdkafka(Path(tmp))
         path = Path(tmp) / "records"
-        path.write_text("".join(f"key-{i:07d}:{value}\n" for i in range(records)))
+        with path.open("w") as lines:
+            lines.writelines(f"key-{i:07d}:{value}\n" for i in range(records))
         produced = _run([kcat, "-P", "-b", bootstrap, "-t", topic, "-K", ":", "-q", *_PRODUCE, "-l", str(path)],
                         env, cores, server)
         # -e: it ends at the end of every partition, so a record missing ends it short of -c.
@@ -98,8 +102,7 @@ def produce_fetch_rates(bootstrap: str, topic: str, records: int, partitions: in
     out: dict[str, float] = {}
     for phase, run in (("produce", produced), ("fetch", fetched)):
         out[f"{phase}_rps"] = records / run["wall"]
-        out[f"{phase}_client_us"] = run["client_cpu"] / records * 1e6
-        out[f"{phase}_client_cores"] = run["client_cpu"] / run["wall"]
+        out.update(_client_cpu(phase, records, run["client_cpu"], run["wall"]))
         out[f"{phase}_server_cores"] = run["server_cpu"] / run["wall"]
         # Per core when the client is the limit: the server's CPU per record, as a rate.
         out[f"{phase}_per_server_core"] = records / run["server_cpu"] if run["server_cpu"] > 0 else 0.0
