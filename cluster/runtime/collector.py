@@ -36,7 +36,7 @@ _saved: tuple[int, ...] | None = None  # the thresholds to put back, while a pau
 
 def settle_at_start() -> None:
     """Before a process serves: freeze what the imports left, and make full passes rarer."""
-    gc.collect()
+    gc.collect()  # the imports' garbage first: frozen, it would never be freed (about 35 ms, once)
     gc.freeze()
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, FULL_PASS_AFTER)

@@ -26,22 +26,28 @@ def test_unloaded_round_trips_time_every_api_spaced_out_against_a_responder():
     from loadtest.responder import Responder
     from cluster.gateway.server import serve
 
+    # The responder on a loop of its own thread: the latency client blocks on its socket.
     loop = asyncio.new_event_loop()
-    ready: list[str] = []
 
-    async def start() -> None:
+    async def start() -> tuple[asyncio.AbstractServer, str]:
         responder = Responder("127.0.0.1", 0, 2)
         server, _ = await serve(responder.dispatch, "127.0.0.1", 0, 1 << 20)
         responder.port = server.sockets[0].getsockname()[1]
-        ready.append(f"127.0.0.1:{responder.port}")
+        return server, f"127.0.0.1:{responder.port}"
+
+    async def stop(server: asyncio.AbstractServer) -> None:
+        server.close()
+        await server.wait_closed()
 
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
-    asyncio.run_coroutine_threadsafe(start(), loop).result(10)
+    server, bootstrap = asyncio.run_coroutine_threadsafe(start(), loop).result(10)
     try:
-        got = unloaded_round_trips(ready[0], samples=5, warmup=1, gap_s=0.002)
+        got = unloaded_round_trips(bootstrap, samples=5, warmup=1, gap_s=0.002)
     finally:
+        asyncio.run_coroutine_threadsafe(stop(server), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
+        loop.close()
     for api in ("api_versions", "metadata", "heartbeat", "produce", "commit"):
         assert 0 < got[f"{api}_p50_ms"] <= got[f"{api}_p99_ms"] <= got[f"{api}_p999_ms"]
