@@ -23,7 +23,6 @@ from kio.schema.errors import ErrorCode
 from cluster.gateway.apis import SUPPORTED, ApiKey
 from cluster.gateway.answers import build_response
 from cluster.gateway.connection import Request, unsupported_api_versions_response
-from cluster.gateway.handlers.meta import api_versions
 from cluster.gateway.server import serve
 from cluster.recordbatch import assign_offset, encode_records, parse_header
 
@@ -39,15 +38,8 @@ class Responder:
         self.end_offsets: dict[tuple[str, int], int] = {}
         self.next_producer_id = 0
         self.canned = encode_records([(i, b"key-%06d" % i, b"v" * 100) for i in range(CANNED_RECORDS)], 1_700_000_000_000)
-
-    def topic_id(self, name: str) -> uuid.UUID:
-        return self.topics.setdefault(name, uuid.uuid4())
-
-    def dispatch(self, request: Request) -> Any:
-        if request.unsupported_api_versions:
-            return unsupported_api_versions_response(SUPPORTED)
-        handler = {
-            ApiKey.API_VERSIONS: lambda r: api_versions(None, r),
+        self.handlers = {
+            ApiKey.API_VERSIONS: self.api_versions,
             ApiKey.METADATA: self.metadata,
             ApiKey.PRODUCE: self.produce,
             ApiKey.FETCH: self.fetch,
@@ -62,10 +54,25 @@ class Responder:
             ApiKey.OFFSET_COMMIT: self.offset_commit,
             ApiKey.OFFSET_FETCH: self.offset_fetch,
             ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
-        }.get(request.api_key)
+        }
+
+    def topic_id(self, name: str) -> uuid.UUID:
+        return self.topics.setdefault(name, uuid.uuid4())
+
+    def dispatch(self, request: Request) -> Any:
+        if request.unsupported_api_versions:
+            return unsupported_api_versions_response(SUPPORTED)
+        handler = self.handlers.get(request.api_key)
         if handler is None:
             raise RuntimeError(f"the responder does not answer api {request.api_key}")
         return handler(request)
+
+    def api_versions(self, request: Request) -> Any:
+        """Only the APIs it answers, at the gateway's versions: a client (or the latency bench) that
+        asks what it serves is not told of share groups it would then refuse."""
+        return build_response(ApiKey.API_VERSIONS, request.api_version, {"error_code": ErrorCode.none, "api_keys": [
+            {"api_key": int(k), "min_version": SUPPORTED[k][0], "max_version": SUPPORTED[k][1]}
+            for k in sorted(self.handlers)]})
 
     def _topic(self, name: str) -> dict[str, Any]:
         return {

@@ -17,7 +17,8 @@ from loadtest.bench.systems import NO_INITIAL_DELAY, console, peers, starter
 SERVER_CPUS = typer.Option(None, "--server-cpus", help="CPUs for the system under test, e.g. 0 (default: the first half)")
 CLIENT_CPUS = typer.Option(None, "--client-cpus", help="CPUs for the client, e.g. 1 (default: the rest)")
 APIS = {"api_versions": "ApiVersions", "metadata": "Metadata (1 topic)", "heartbeat": "Heartbeat",
-        "produce": "Produce, 1 record, acks=all (raygroups fsyncs)", "commit": "OffsetCommit (raygroups fsyncs)"}
+        "produce": "Produce, 1 record, acks=all (raygroups fsyncs)", "commit": "OffsetCommit (raygroups fsyncs)",
+        "share_fetch": "ShareFetch of 1 record, accepting the previous one", "join": "JoinGroup-to-Stable, 1 member"}
 
 
 def _pinned(placement: Any, workload: Any) -> Any:
@@ -36,7 +37,8 @@ def _pinned(placement: Any, workload: Any) -> Any:
 
 @app.command("latency")
 def latency(
-    samples: int = typer.Option(2000, help="timed round trips of each API (after 200 untimed)"),
+    samples: int = typer.Option(2000, help="timed round trips of each API (after 200 untimed; JoinGroup-to-Stable "
+                                "a tenth of them)"),
     peer: str = typer.Option("tansu", "--peer", help="tansu, responder, both, none"),
     rounds: int = ROUNDS,
     gap_ms: float = typer.Option(0.0, "--gap-ms", help="wait this long before each request (sparse requests: "
@@ -46,8 +48,9 @@ def latency(
     json_out: Path | None = JSON,
 ) -> None:
     """Unloaded round trips (one connection, one request at a time): p50/p99/p999 of ApiVersions,
-    Metadata, Heartbeat, Produce (acks=all) and OffsetCommit, raygroups against a peer, the system pinned to the server's
-    cores and the client to its own."""
+    Metadata, Heartbeat, Produce (acks=all), OffsetCommit, ShareFetch with acknowledgements and
+    JoinGroup-to-Stable, raygroups against a peer, the system pinned to the server's cores and the
+    client to its own."""
     from loadtest.bench.latency import QUANTILES, unloaded_round_trips
     from loadtest.bench.protocols import Placement
 
@@ -63,7 +66,9 @@ def latency(
            f"{placement.describe()}",
            results, figures, json_out, placement=placement.describe(), samples=samples)
     console.print("p50/p99/p999: nearest-rank quantiles of one request's round trip, its last byte sent to its "
-                  "answer's last byte read (lower is better)")
+                  "answer's last byte read (lower is better). ShareFetch fails where the broker serves no share "
+                  "groups (tansu 0.6); JoinGroup-to-Stable where it holds a Stable member's JoinGroup past 10 s "
+                  "(tansu 0.6 holds it for over a minute)")
 
 
 @app.command("latency-at-load")

@@ -75,7 +75,8 @@ def table(title: str, results: dict[str, dict[str, float]], figures: list[Figure
     for f in figures:
         row = [f.label, _num(results["raygroups"][f.key], f.unit)]
         for p in peers:
-            row += [_num(results[p][f.key], f.unit), f"{ratio(results['raygroups'][f.key], results[p][f.key]):.2f}×"]
+            r = ratio(results["raygroups"][f.key], results[p][f.key])
+            row += [_num(results[p][f.key], f.unit), "—" if math.isnan(r) else f"{r:.2f}×"]
         row.append("higher" if f.higher_is_better else "lower")
         t.add_row(*row)
     return t

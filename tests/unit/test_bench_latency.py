@@ -3,6 +3,8 @@ nearest rank, and the consumer-protocol bytes of its one-member group, which rea
 
 from __future__ import annotations
 
+import math
+
 from coordinator.consumer.protocol import decode_assignment, decode_subscription
 from loadtest.bench.latency import _assignment, _subscription, quantiles
 
@@ -49,5 +51,7 @@ def test_unloaded_round_trips_time_every_api_spaced_out_against_a_responder():
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
-    for api in ("api_versions", "metadata", "heartbeat", "produce", "commit"):
+    for api in ("api_versions", "metadata", "heartbeat", "produce", "commit", "join"):
         assert 0 < got[f"{api}_p50_ms"] <= got[f"{api}_p99_ms"] <= got[f"{api}_p999_ms"]
+    # The responder serves no share groups and says so in ApiVersions: that figure is NaN (failed).
+    assert all(math.isnan(got[f"share_fetch_{q}_ms"]) for q in ("p50", "p99", "p999"))
