@@ -164,8 +164,9 @@ class UserPartition:
 
     # -- fetch -----------------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int) -> FetchOutcome:
-        """Whole batches from offset; max_bytes 0 reports positions only."""
+    def read(self, offset: int, max_bytes: int, up_to: int | None = None) -> FetchOutcome:
+        """Whole batches from offset (none after the one holding `up_to` when given); max_bytes 0
+        reports positions only."""
         log = self.log
         end, start = log.end_offset, log.log_start_offset
         if offset > end or offset < start:
@@ -173,7 +174,7 @@ class UserPartition:
         if max_bytes <= 0 or offset == end:
             return FetchOutcome(ErrorCode.none, end, start)
         try:
-            data = log.read(offset, max_bytes)
+            data = log.read(offset, max_bytes, up_to)
         except OffsetOutOfRange:
             return FetchOutcome(ErrorCode.offset_out_of_range, end, start)
         return FetchOutcome(ErrorCode.none, end, start, data)

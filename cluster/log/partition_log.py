@@ -230,8 +230,9 @@ class PartitionLog:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int) -> bytes:
-        """Whole batches from one segment, from the one holding `offset` (KIP-74: at least one batch)."""
+    def read(self, offset: int, max_bytes: int, up_to: int | None = None) -> bytes:
+        """Whole batches from one segment, from the one holding `offset` (KIP-74: at least one batch),
+        none after the one holding `up_to` when given."""
         end = self.end_offset
         segments = self._segments
         if offset < segments[0].base_offset or offset > end:
@@ -240,7 +241,7 @@ class PartitionLog:
             )
         if offset == end:
             return b""
-        return reads.read_from(segments, end, offset, max_bytes)
+        return reads.read_from(segments, end, offset, max_bytes, up_to)
 
     def batches(self, from_offset: int = 0) -> Iterator[bytes]:
         """Every batch ending at or after from_offset, in order (the replay path).

@@ -18,8 +18,9 @@ from cluster.recordbatch import HEADER, HEADER_SIZE, BatchHeader
 HEADER_SCAN_CHUNKED_BELOW = 4096
 
 
-def read_from(segments: Sequence[Segment], end: int, offset: int, max_bytes: int) -> bytes:
-    """Whole batches from one segment, from the one holding `offset` (KIP-74: at least one batch).
+def read_from(segments: Sequence[Segment], end: int, offset: int, max_bytes: int, up_to: int | None = None) -> bytes:
+    """Whole batches from one segment, from the one holding `offset` (KIP-74: at least one batch),
+    none after the one holding `up_to` when given (a share fetch needs that many offsets at most).
 
     The caller has checked log_start <= offset < end.
     """
@@ -32,7 +33,8 @@ def read_from(segments: Sequence[Segment], end: int, offset: int, max_bytes: int
             continue
         total = segment.sizes[i]
         j = i + 1
-        while j < count and segment.base_offsets[j] < end and total + segment.sizes[j] <= max_bytes:
+        stop = count if up_to is None else min(count, bisect_left(segment.last_offsets, up_to, i, count) + 1)
+        while j < stop and segment.base_offsets[j] < end and total + segment.sizes[j] <= max_bytes:
             total += segment.sizes[j]
             j += 1
         return segment.pread(total, segment.positions[i])

@@ -311,9 +311,9 @@ def test_a_fetch_reads_the_log_only_as_far_as_its_records_need(tmp_path, monkeyp
     reads: list[int] = []
     read = UserPartition.read
 
-    def recording(self, offset, max_bytes):
+    def recording(self, offset, max_bytes, up_to=None):
         reads.append(max_bytes)
-        return read(self, offset, max_bytes)
+        return read(self, offset, max_bytes, up_to)
 
     monkeypatch.setattr(UserPartition, "read", recording)
 
@@ -332,14 +332,48 @@ def test_a_fetch_reads_the_log_only_as_far_as_its_records_need(tmp_path, monkeyp
     asyncio.run(main())
 
 
+def test_a_fetch_reads_no_batch_past_what_it_could_acquire(tmp_path, monkeypatch):
+    """With one-record batches, a fetch reads max_records offsets past the in-flight window and no
+    further (it parsed every header of a 64 KiB read before); every in-flight offset may be taken
+    by others, so what it acquires is what a read to max_bytes would give: released records
+    first, then new ones past the window."""
+    from cluster.partition import UserPartition
+
+    batches_read: list[list[int]] = []
+    read = UserPartition.read
+
+    def recording(self, offset, max_bytes, up_to=None):
+        out = read(self, offset, max_bytes, up_to)
+        batches_read.append([header.base_offset for _, header in iter_batches(out.records or b"")])
+        return out
+
+    monkeypatch.setattr(UserPartition, "read", recording)
+
+    async def main():
+        h = await Harness(tmp_path).start()
+        for _ in range(200):
+            await h.produce(1)
+        assert ranges(await h.fetch("m1", max_records=5)) == [(i, i, 1) for i in range(5)]
+        assert batches_read[-1] == [0, 1, 2, 3, 4]
+        assert ranges(await h.fetch("m2", max_records=3)) == [(5, 5, 1), (6, 6, 1), (7, 7, 1)]
+        assert batches_read[-1] == [5, 6, 7]
+        await h.fetch("m1", acks=[ack(2, 2, A.RELEASE)], fetch=False)
+        # From offset 2: the window 2..7 (m1 and m2 hold all but 2), then two past it.
+        assert ranges(await h.fetch("m2", max_records=2)) == [(2, 2, 2), (8, 8, 1)]
+        assert batches_read[-1] == [2, 3, 4, 5, 6, 7, 8, 9]
+        await h.leader.shutdown()
+
+    asyncio.run(main())
+
+
 def test_a_fetch_that_acquires_every_batch_it_read_answers_the_read_bytes_without_a_copy(tmp_path, monkeypatch):
     from cluster.partition import UserPartition
 
     served: list[bytes] = []
     read = UserPartition.read
 
-    def recording(self, offset, max_bytes):
-        out = read(self, offset, max_bytes)
+    def recording(self, offset, max_bytes, up_to=None):
+        out = read(self, offset, max_bytes, up_to)
         served.append(out.records)
         return out
 
