@@ -29,21 +29,22 @@ def produce_fetch(
     value_bytes: int = 100,
     peer: str = PEER,
     rounds: int = ROUNDS,
-    client: str = typer.Option("confluent", "--client", help="confluent (confluent-kafka, Python) or kcat "
-                               "(librdkafka's C client: a client that is not the limit)"),
+    client: str = typer.Option("confluent", "--client", help="confluent (confluent-kafka, Python), kcat "
+                               "(librdkafka's C client) or light (pre-encoded requests, pipelined: a client "
+                               "that is not the limit)"),
     server_cpus: str | None = typer.Option(None, "--server-cpus", help="CPUs for the system under test (default: "
                                            "the first half); `none`: nothing pinned"),
     client_cpus: str | None = typer.Option(None, "--client-cpus", help="CPUs for the load client (default: the rest)"),
     json_out: Path | None = JSON,
 ) -> None:
-    """Records/s produced (acks=all) and fetched (assign()) by confluent-kafka or kcat, raygroups vs
-    a peer, each system pinned to the server's cores and the client to its own."""
-    from loadtest.bench import kcat, pinning
+    """Records/s produced (acks=all) and fetched (assign()) by confluent-kafka, kcat or the light
+    client, raygroups vs a peer, each system pinned to the server's cores and the client to its own."""
+    from loadtest.bench import kcat, pinning, pipelined
     from loadtest.bench.clients import produce_fetch_rates
     from loadtest.bench.protocols import Placement
 
-    if client not in ("confluent", "kcat"):
-        raise typer.BadParameter("--client is confluent or kcat")
+    if client not in ("confluent", "kcat", "light"):
+        raise typer.BadParameter("--client is confluent, kcat or light")
     if client == "kcat" and kcat.available() is None:
         console.print(f"[yellow]{kcat.MISSING}[/]")
         raise typer.Exit(2)
@@ -52,7 +53,7 @@ def produce_fetch(
     figures = [Figure("produce_rps", "produced records/s (acks=all)"), Figure("fetch_rps", "fetched records/s (assign())"),
                Figure("produce_client_cores", "client cores busy (produce)", higher_is_better=False),
                Figure("fetch_client_cores", "client cores busy (fetch)", higher_is_better=False)]
-    if client == "kcat":
+    if client in ("kcat", "light"):
         figures += [Figure("produce_server_cores", "server cores busy (produce)", higher_is_better=False),
                     Figure("fetch_server_cores", "server cores busy (fetch)", higher_is_better=False),
                     Figure("produce_per_server_core", "produced records per server CPU second"),
@@ -64,6 +65,9 @@ def produce_fetch(
             return kcat.produce_fetch_rates(bootstrap, f"bench-{time.monotonic_ns()}", records, partitions, value_bytes,
                                             placement.cores.client if placement.cores else None,
                                             placement.server_pids())
+        if client == "light":
+            return pipelined.produce_fetch_rates(bootstrap, f"bench-{time.monotonic_ns()}", records, partitions,
+                                                 value_bytes, placement.server_pids())
         return produce_fetch_rates(bootstrap, "bench", records, partitions, value_bytes)
 
     results = best_of(_systems(peer, partitions), run, figures, rounds)
