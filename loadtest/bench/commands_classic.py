@@ -188,21 +188,27 @@ def rebalance(
     peer: str = typer.Option("none", "--peer", help="none, tansu (the responder forms no real groups)"),
     rounds: int = typer.Option(1, "--rounds", help="runs per system, alternating; the best is kept"),
     processes: int = PROCESSES,
+    server_cpus: str | None = typer.Option("none", "--server-cpus", help="CPUs for the system under test, e.g. 0; "
+                                           "`none` (the default): nothing pinned"),
+    client_cpus: str | None = typer.Option(None, "--client-cpus", help="CPUs for the light members (default: the rest)"),
     json_out: Path | None = JSON,
 ) -> None:
     """Time from the last JoinGroup of a rebalance to every member Stable, by group size (initial delay 0)."""
+    from loadtest.bench import pinning
     from loadtest.bench.groups import rebalance_time
+    from loadtest.bench.protocols import Placement
 
     counts = [int(s) for s in sizes.split(",")]
     figures = [Figure(f"ms_{n}", f"{n} members: ms after the last join", higher_is_better=False, unit=" ms") for n in counts]
+    placement = Placement(None if server_cpus == "none" else pinning.split(server_cpus, client_cpus))
 
     def workload(_name: str, bootstrap: str) -> dict[str, float]:
-        return {f"ms_{n}": asyncio.run(rebalance_time(bootstrap, n, processes)) for n in counts}
+        return {f"ms_{n}": asyncio.run(rebalance_time(bootstrap, n, processes, placement)) for n in counts}
 
+    where = placement.describe() if placement.cores else "not pinned"
     results = best_of(_systems(peer, **NO_INITIAL_DELAY), workload, figures, rounds)
     report(f"rebalance time after the last JoinGroup (one member joins a Stable group), {processes} client process(es), "
-           f"best of {rounds}",
-           results, figures, json_out)
+           f"best of {rounds}; {where}", results, figures, json_out, placement=where)
 
 
 @app.command("consumers-formed")

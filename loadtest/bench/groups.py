@@ -171,13 +171,16 @@ async def heartbeat_cost(bootstrap: str, groups: int, members: int, active_group
     return {"heartbeat_rps": rate, "us_per_heartbeat": 1e6 / rate if rate else float("inf")}
 
 
-async def rebalance_time(bootstrap: str, size: int, processes: int = 1) -> float:
+async def rebalance_time(bootstrap: str, size: int, processes: int = 1, placement: Placement | None = None) -> float:
     """Milliseconds from the last JoinGroup of a rebalance to the last member Stable in the new
     generation, when one member joins a Stable group of `size` (the others hear of it through
     heartbeats every 20 ms); the members spread over `processes` client processes, the times
-    merged from all of them."""
+    merged from all of them. With a placement, the system runs on the server's cores and the
+    members on the client's."""
     f = fleet(bootstrap, processes)
     try:
+        if placement is not None:
+            placement.pin(f)
         await _create_topic(f.crowd, bootstrap)
         group = f"rebalance-{size}-{time.monotonic_ns()}"
         config = {"heartbeat_interval_ms": 20, "commit_interval_ms": 0}
