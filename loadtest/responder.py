@@ -61,7 +61,7 @@ class Responder:
 
     def dispatch(self, request: Request) -> Any:
         if request.unsupported_api_versions:
-            return unsupported_api_versions_response(SUPPORTED)
+            return unsupported_api_versions_response({k: SUPPORTED[k] for k in self.handlers})
         handler = self.handlers.get(request.api_key)
         if handler is None:
             raise RuntimeError(f"the responder does not answer api {request.api_key}")

@@ -62,7 +62,8 @@ def latency(
     results = best_of(systems, _pinned(placement, lambda b: unloaded_round_trips(b, samples, gap_s=gap_ms / 1000)),
                       figures, rounds)
     spacing = f", {gap_ms:g} ms apart" if gap_ms else ""
-    report(f"unloaded round trips, {samples:,} of each API on one connection{spacing}, best of {rounds}; "
+    report(f"unloaded round trips, {samples:,} of each API (JoinGroup-to-Stable {max(20, samples // 10):,}) on one "
+           f"connection{spacing}, best of {rounds}; "
            f"{placement.describe()}",
            results, figures, json_out, placement=placement.describe(), samples=samples)
     console.print("p50/p99/p999: nearest-rank quantiles of one request's round trip, its last byte sent to its "

@@ -120,7 +120,8 @@ class _Pipe(asyncio.Protocol):
 
 
 async def _pipelined(bootstrap: str, pipes: list[tuple[Callable[[], tuple[Any, bytes] | None],
-                                                       Callable[[Any, bytes], None]]], depth: int) -> float:
+                                                       Callable[[Any, bytes], None]]], depth: int,
+                     timeout_s: float = 600) -> float:
     """Run one connection per (take, answered) pair until every one has nothing left to send and
     nothing in flight; the wall seconds until the last answer. The first error ends the run."""
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
@@ -144,7 +145,10 @@ async def _pipelined(bootstrap: str, pipes: list[tuple[Callable[[], tuple[Any, b
         for take, answered in pipes:
             transport, _ = await loop.create_connection(lambda: _Pipe(take, answered, depth, ended), host, int(port))
             transports.append(transport)
-        await done
+        try:
+            await asyncio.wait_for(done, timeout_s)
+        except asyncio.TimeoutError:
+            raise RuntimeError(f"the run did not end within {timeout_s:g} s") from None
         return time.perf_counter() - start
     finally:
         for transport in transports:
@@ -237,7 +241,10 @@ async def fetch(bootstrap: str, topic: str, partitions: int, records: int, max_p
         def answered(offset: int, payload: bytes) -> None:
             asked[0] = False
             before = cursor[0]
-            for topic_response in decode(payload).responses:
+            response = decode(payload)
+            if response.error_code != ErrorCode.none:
+                raise RuntimeError(f"Fetch of partition {p} at {offset}: {ErrorCode(response.error_code).name}")
+            for topic_response in response.responses:
                 for part in topic_response.partitions:
                     if part.error_code != ErrorCode.none:
                         raise RuntimeError(f"Fetch of partition {p} at {offset}: {ErrorCode(part.error_code).name}")
@@ -266,6 +273,7 @@ def produce_fetch_rates(bootstrap: str, topic: str, records: int, partitions: in
     from loadtest.bench import pinning
     from loadtest.bench.clients import _client_cpu, create_topic
 
+    records -= records % (partitions * batch_records)  # what produce() sends: whole requests
     create_topic(bootstrap, topic, partitions)
     out: dict[str, float] = {}
     for phase, work in (("produce", lambda: produce(bootstrap, topic, partitions, records, batch_records, value_bytes)),
