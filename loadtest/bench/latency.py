@@ -49,6 +49,18 @@ ACCEPT = 1  # AcknowledgeType.ACCEPT
 QUANTILES = {"p50": 0.50, "p99": 0.99, "p999": 0.999}
 
 
+def encode_request(api_key: int, version: int, body: dict[str, Any], client_id: str = "bench") -> bytearray:
+    """A size-prefixed request with correlation id 0 (a sender patches it at byte 8)."""
+    request = build(request_class(api_key, version), body)
+    header_cls = RequestHeaderV2 if type(request).__flexible__ else RequestHeaderV1
+    buf = io.BytesIO()
+    entity_writer(header_cls)(buf, header_cls(request_api_key=api_key, request_api_version=version,
+                                              correlation_id=0, client_id=client_id))
+    entity_writer(type(request))(buf, request)
+    data = buf.getvalue()
+    return bytearray(struct.pack(">i", len(data)) + data)
+
+
 class Connection:
     """One blocking Kafka connection: encode once, send many."""
 
@@ -59,15 +71,7 @@ class Connection:
         self.correlation_id = 0
 
     def encode(self, api_key: int, body: dict[str, Any]) -> bytearray:
-        version = VERSIONS[ApiKey(api_key)]
-        request = build(request_class(api_key, version), body)
-        header_cls = RequestHeaderV2 if type(request).__flexible__ else RequestHeaderV1
-        buf = io.BytesIO()
-        entity_writer(header_cls)(buf, header_cls(request_api_key=api_key, request_api_version=version,
-                                                  correlation_id=0, client_id="bench"))
-        entity_writer(type(request))(buf, request)
-        data = buf.getvalue()
-        return bytearray(struct.pack(">i", len(data)) + data)
+        return encode_request(api_key, VERSIONS[ApiKey(api_key)], body)
 
     def send(self, frame: bytearray) -> bytes:
         """One round trip of an encoded request: the answer's payload (header included)."""

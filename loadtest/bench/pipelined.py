@@ -23,7 +23,6 @@ client sends pre-encoded requests, and encoding is what would make the client th
 from __future__ import annotations
 
 import asyncio
-import io
 import struct
 import time
 from collections import deque
@@ -31,28 +30,18 @@ from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from kio.schema.request_header.v2.header import RequestHeader
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 
-from cluster.gateway.apis import ApiKey, build, request_class, response_class
+from cluster.gateway.apis import ApiKey, response_class
 from cluster.record_batch_writer import write_batch
+from loadtest.bench.latency import encode_request
 
+CLIENT_ID = "bench-light"
 PRODUCE_VERSION, FETCH_VERSION = 9, 12  # flexible versions tansu 0.6 and raygroups both serve
 _SENTINEL = 0x0123_4567_89AB_0000  # a fetch offset that cannot occur in the rest of the request
 _EMPTY_ANSWERS = 10
 # Record batch v2: baseOffset int64, batchLength int32, ..., lastOffsetDelta int32 at byte 23.
 _BASE_AND_LENGTH, _INT, _LAST_DELTA_AT = struct.Struct(">qi"), struct.Struct(">i"), 23
-
-
-def encode(api_key: int, version: int, body: dict[str, Any]) -> bytearray:
-    """A size-prefixed request with correlation id 0 (patched at byte 8 for each send)."""
-    request = build(request_class(api_key, version), body)
-    buf = io.BytesIO()
-    entity_writer(RequestHeader)(buf, RequestHeader(request_api_key=api_key, request_api_version=version,
-                                                    correlation_id=0, client_id="bench-light"))
-    entity_writer(type(request))(buf, request)
-    data = buf.getvalue()
-    return bytearray(struct.pack(">i", len(data)) + data)
 
 
 def _decoder(api_key: int, version: int) -> Callable[[bytes], Any]:
@@ -183,9 +172,9 @@ async def produce(bootstrap: str, topic: str, partitions: int, records: int, bat
     requests = records // (partitions * batch_records)
     batch = write_batch([(i, f"key-{i:07d}".encode(), b"v" * value_bytes) for i in range(batch_records)],
                         int(time.time() * 1000))
-    template = encode(ApiKey.PRODUCE, PRODUCE_VERSION, {
+    template = encode_request(ApiKey.PRODUCE, PRODUCE_VERSION, {
         "transactional_id": None, "acks": -1, "timeout": 30_000, "topic_data": [{"name": topic, "partition_data": [
-            {"index": p, "records": batch} for p in range(partitions)]}]})
+            {"index": p, "records": batch} for p in range(partitions)]}]}, client_id=CLIENT_ID)
     decode = _decoder(ApiKey.PRODUCE, PRODUCE_VERSION)
     highest, lowest = [-1] * partitions, [2**63] * partitions
 
@@ -222,12 +211,12 @@ async def fetch(bootstrap: str, topic: str, partitions: int, records: int, max_p
     counted = [0] * partitions
 
     def reader(p: int) -> tuple[Callable[[], tuple[int, bytes] | None], Callable[[int, bytes], None]]:
-        template = encode(ApiKey.FETCH, FETCH_VERSION, {
+        template = encode_request(ApiKey.FETCH, FETCH_VERSION, {
             "cluster_id": None, "replica_id": -1, "max_wait": 500, "min_bytes": 1, "max_bytes": 50 << 20,
             "isolation_level": 0, "session_id": 0, "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [],
             "topics": [{"topic": topic, "partitions": [
                 {"partition": p, "current_leader_epoch": -1, "fetch_offset": _SENTINEL, "last_fetched_epoch": -1,
-                 "log_start_offset": -1, "partition_max_bytes": max_partition_bytes}]}]})
+                 "log_start_offset": -1, "partition_max_bytes": max_partition_bytes}]}]}, client_id=CLIENT_ID)
         position = bytes(template).index(struct.pack(">q", _SENTINEL))
         frame, cursor, asked, empty = _correlated(template), [0], [False], [0]
 
