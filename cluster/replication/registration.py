@@ -1,0 +1,127 @@
+"""The controller's record of one replicated partition, and the changes only the controller makes.
+
+Kafka's PartitionRegistration and the parts of ReplicationControlManager / PartitionChangeBuilder
+this needs (KRaft; unclean leader election off):
+- a replica the controller takes as gone (its node left, its actor died, its session lapsed) leaves
+  the ISR, unless it is the last member: the last member keeps its place so that it, and only it,
+  can lead again when it returns with its log;
+- a partition whose leader is gone gets the first replica (in assignment order) that is alive and
+  in the ISR, under a new leader epoch; with none, it has no leader (NO_LEADER) until one returns;
+- a replica that returns without the log it had (a wiped data directory: its directory id changed,
+  as KIP-858 tells) leaves the ISR even as the last member: electing it would lose what was
+  committed;
+- the leader changes the ISR through AlterPartition (KIP-497), fenced by its leader epoch and the
+  partition epoch, and may name only replicas that are alive, in the incarnation whose fetches it
+  saw (KIP-903's broker epochs): a replica that restarted since, perhaps with an empty data
+  directory, is not added on the strength of what its previous life had fetched.
+
+Every change bumps the partition epoch; a change of leader bumps the leader epoch too (Kafka no
+longer bumps it when the ISR only shrinks). Functions return the new registration (the record the
+controller appends to its metadata log), or the same one when nothing changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
+
+from kio.schema.errors import ErrorCode
+
+NO_LEADER = -1
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRegistration:
+    replicas: tuple[int, ...]  # assignment order: the preferred leader first
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+
+    @classmethod
+    def new(cls, replicas: tuple[int, ...]) -> PartitionRegistration:
+        """A new partition: every replica in sync (all logs are empty), the first one leading."""
+        if not replicas or len(set(replicas)) != len(replicas):
+            raise ValueError(f"replicas must be distinct and not empty: {replicas}")
+        return cls(tuple(replicas), tuple(replicas), replicas[0], 0, 0)
+
+    @property
+    def has_leader(self) -> bool:
+        return self.leader != NO_LEADER
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartition:
+    """The leader's request to change the ISR (Kafka's AlterPartitionRequest, one partition)."""
+
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    new_isr: tuple[int, ...]
+    # For each member of new_isr, the incarnation (Kafka's broker epoch) of its fetches the leader
+    # judged it by; the controller refuses to add one that has restarted since.
+    incarnations: tuple[int, ...]
+
+
+def _change(reg: PartitionRegistration, isr: tuple[int, ...], leader: int) -> PartitionRegistration:
+    if isr == reg.isr and leader == reg.leader:
+        return reg
+    leader_epoch = reg.leader_epoch + 1 if leader != reg.leader else reg.leader_epoch
+    return replace(reg, isr=isr, leader=leader, leader_epoch=leader_epoch, partition_epoch=reg.partition_epoch + 1)
+
+
+def _elect(replicas: tuple[int, ...], isr: tuple[int, ...], alive: Collection[int]) -> int:
+    for replica in replicas:
+        if replica in isr and replica in alive:
+            return replica
+    return NO_LEADER
+
+
+def reconcile(reg: PartitionRegistration, alive: Collection[int]) -> PartitionRegistration:
+    """After replicas came or went: dead ones leave the ISR (the last member stays), and a
+    partition without a live leader elects one from the ISR."""
+    isr = tuple(r for r in reg.isr if r in alive)
+    if not isr:
+        isr = reg.isr  # every member is gone: all keep their claim, any of them holds the committed log
+    leader = reg.leader if reg.leader in alive and reg.leader in isr else _elect(reg.replicas, isr, alive)
+    return _change(reg, isr, leader)
+
+
+def lost_log(reg: PartitionRegistration, replica: int, alive: Collection[int]) -> PartitionRegistration:
+    """`replica` came back with an empty log where it had one: it is out of the ISR, whatever it
+    was, and leads only after it has caught up and the leader added it again."""
+    isr = tuple(r for r in reg.isr if r != replica)
+    leader = reg.leader if reg.leader != replica else NO_LEADER
+    if leader == NO_LEADER:
+        leader = _elect(reg.replicas, isr, alive)
+    return _change(reg, isr, leader)
+
+
+def alter_partition(
+    reg: PartitionRegistration, request: AlterPartition, alive: Mapping[int, int]
+) -> tuple[PartitionRegistration, ErrorCode]:
+    """Kafka's ReplicationControlManager.alterPartition for one partition: (registration, error),
+    checked in validateAlterPartitionData's order. `alive` maps each replica the controller takes
+    as alive to its current incarnation; every member of the new ISR must be alive, and in the
+    incarnation the leader names for it (-1: not checked, as for the leader itself)."""
+    if request.leader_epoch > reg.leader_epoch or request.partition_epoch > reg.partition_epoch:
+        return reg, ErrorCode.not_controller  # epochs this controller never issued: it is stale
+    if request.leader_epoch < reg.leader_epoch:
+        return reg, ErrorCode.fenced_leader_epoch
+    if request.leader != reg.leader:
+        return reg, ErrorCode.invalid_request
+    if request.partition_epoch < reg.partition_epoch:
+        return reg, ErrorCode.invalid_update_version
+    new_isr = request.new_isr
+    if (
+        request.leader not in new_isr
+        or len(set(new_isr)) != len(new_isr)
+        or not set(new_isr) <= set(reg.replicas)
+        or len(request.incarnations) != len(new_isr)
+    ):
+        return reg, ErrorCode.invalid_request
+    for replica, incarnation in zip(new_isr, request.incarnations):
+        if replica not in alive or (incarnation != -1 and alive[replica] != incarnation):
+            return reg, ErrorCode.ineligible_replica
+    ordered = tuple(r for r in reg.replicas if r in new_isr)
+    return _change(reg, ordered, reg.leader), ErrorCode.none

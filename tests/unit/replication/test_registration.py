@@ -1,0 +1,374 @@
+"""The controller's partition record against KRaft's ReplicationControlManager / PartitionChangeBuilder."""
+
+from __future__ import annotations
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from cluster.replication.registration import (
+    NO_LEADER,
+    AlterPartition,
+    PartitionRegistration,
+    alter_partition,
+    lost_log,
+    reconcile,
+)
+
+
+def reg(replicas=(1, 2, 3), isr=None, leader=None, leader_epoch=4, partition_epoch=7) -> PartitionRegistration:
+    isr = tuple(replicas) if isr is None else tuple(isr)
+    leader = replicas[0] if leader is None else leader
+    return PartitionRegistration(tuple(replicas), isr, leader, leader_epoch, partition_epoch)
+
+
+def request(r: PartitionRegistration, new_isr, incarnations=None, *, leader=None, leader_epoch=None, partition_epoch=None):
+    new_isr = tuple(new_isr)
+    return AlterPartition(
+        leader=r.leader if leader is None else leader,
+        leader_epoch=r.leader_epoch if leader_epoch is None else leader_epoch,
+        partition_epoch=r.partition_epoch if partition_epoch is None else partition_epoch,
+        new_isr=new_isr,
+        incarnations=tuple(incarnations) if incarnations is not None else tuple(-1 for _ in new_isr),
+    )
+
+
+# -- new -----------------------------------------------------------------------------------------
+
+
+def test_new_partition_has_every_replica_in_sync_and_the_first_leading():
+    r = PartitionRegistration.new((3, 1, 2))
+    assert (r.replicas, r.isr, r.leader) == ((3, 1, 2), (3, 1, 2), 3)
+    assert (r.leader_epoch, r.partition_epoch) == (0, 0)
+    assert r.has_leader
+
+
+@pytest.mark.parametrize("replicas", [(), (1, 1), (1, 2, 1)])
+def test_new_partition_rejects_empty_or_duplicate_replicas(replicas):
+    with pytest.raises(ValueError):
+        PartitionRegistration.new(replicas)
+
+
+def test_no_leader_means_has_leader_is_false():
+    assert not reg(leader=NO_LEADER).has_leader
+
+
+# -- reconcile -----------------------------------------------------------------------------------
+
+
+def test_reconcile_with_everyone_alive_changes_nothing():
+    r = reg()
+    assert reconcile(r, {1, 2, 3}) is r
+
+
+def test_reconcile_dead_follower_leaves_isr_bumping_only_partition_epoch():
+    new = reconcile(reg(), {1, 2})
+    assert new.isr == (1, 2)
+    assert new.leader == 1
+    assert new.leader_epoch == 4
+    assert new.partition_epoch == 8
+
+
+def test_reconcile_dead_leader_elects_first_alive_isr_replica_with_both_epochs_bumped():
+    new = reconcile(reg(), {2, 3})
+    assert new.leader == 2
+    assert new.isr == (2, 3)
+    assert new.leader_epoch == 5
+    assert new.partition_epoch == 8
+
+
+def test_reconcile_elects_in_assignment_order_not_isr_order():
+    new = reconcile(reg(replicas=(1, 2, 3), isr=(3, 2, 1), leader=1), {2, 3})
+    assert new.leader == 2
+
+
+def test_reconcile_does_not_elect_an_alive_replica_outside_the_isr():
+    new = reconcile(reg(replicas=(1, 2, 3), isr=(1, 3), leader=1), {2, 3})
+    assert new.leader == 3
+    assert new.isr == (3,)
+
+
+def test_reconcile_keeps_an_alive_leader_that_is_not_the_preferred_replica():
+    r = reg(leader=2)
+    assert reconcile(r, {1, 2, 3}) is r
+
+
+def test_reconcile_keeps_the_last_isr_member_when_it_dies():
+    new = reconcile(reg(replicas=(1, 2), isr=(1,), leader=1), {2})
+    assert new.isr == (1,)
+    assert new.leader == NO_LEADER
+    assert not new.has_leader
+    assert new.leader_epoch == 5
+    assert new.partition_epoch == 8
+
+
+def test_reconcile_leaves_a_leaderless_partition_alone_while_only_non_isr_replicas_live():
+    r = reg(replicas=(1, 2), isr=(1,), leader=NO_LEADER)
+    assert reconcile(r, {2}) is r
+
+
+def test_reconcile_reelects_the_last_isr_member_when_it_returns():
+    leaderless = reconcile(reg(replicas=(1, 2), isr=(1,), leader=1), {2})
+    back = reconcile(leaderless, {1, 2})
+    assert back.leader == 1
+    assert back.isr == (1,)
+    assert back.leader_epoch == leaderless.leader_epoch + 1
+    assert back.partition_epoch == leaderless.partition_epoch + 1
+
+
+def test_reconcile_with_every_isr_member_dead_leaves_no_leader_and_a_non_empty_isr():
+    new = reconcile(reg(replicas=(1, 2, 3), isr=(1, 2), leader=1), {3})
+    assert new.leader == NO_LEADER
+    assert new.isr and set(new.isr) <= {1, 2}
+
+
+def test_reconcile_changes_are_counted_once_per_call():
+    new = reconcile(reg(), {3})
+    assert (new.leader, new.isr) == (3, (3,))
+    assert (new.leader_epoch, new.partition_epoch) == (5, 8)
+
+
+# -- lost_log ------------------------------------------------------------------------------------
+
+
+def test_lost_log_removes_a_follower_from_the_isr():
+    new = lost_log(reg(), 2, {1, 2, 3})
+    assert new.isr == (1, 3)
+    assert new.leader == 1
+    assert (new.leader_epoch, new.partition_epoch) == (4, 8)
+
+
+def test_lost_log_of_the_leader_elects_another_isr_member():
+    new = lost_log(reg(), 1, {1, 2, 3})
+    assert new.isr == (2, 3)
+    assert new.leader == 2
+    assert (new.leader_epoch, new.partition_epoch) == (5, 8)
+
+
+def test_lost_log_removes_even_the_last_isr_member():
+    leaderless = reg(replicas=(1, 2), isr=(1,), leader=NO_LEADER)
+    new = lost_log(leaderless, 1, {1, 2})
+    assert new.isr == ()
+    assert new.leader == NO_LEADER
+    assert new.partition_epoch == leaderless.partition_epoch + 1
+
+
+def test_lost_log_of_a_sole_leader_leaves_the_partition_leaderless():
+    new = lost_log(reg(replicas=(1, 2), isr=(1,), leader=1), 1, {1, 2})
+    assert new.isr == ()
+    assert new.leader == NO_LEADER
+    assert (new.leader_epoch, new.partition_epoch) == (5, 8)
+
+
+def test_lost_log_of_a_replica_outside_the_isr_changes_nothing():
+    r = reg(isr=(1, 2))
+    assert lost_log(r, 3, {1, 2, 3}) is r
+
+
+def test_leaderless_partition_without_isr_never_elects_a_returning_replica():
+    empty = lost_log(reg(replicas=(1, 2), isr=(1,), leader=NO_LEADER), 1, {1, 2})
+    assert reconcile(empty, {1, 2}).leader == NO_LEADER
+
+
+# -- alter_partition ------------------------------------------------------------------------------
+
+
+def test_alter_partition_shrink_bumps_only_the_partition_epoch():
+    r = reg()
+    new, error = alter_partition(r, request(r, (1, 2)), {1: 10, 2: 20, 3: 30})
+    assert error is ErrorCode.none
+    assert new.isr == (1, 2)
+    assert new.leader == 1
+    assert new.leader_epoch == r.leader_epoch
+    assert new.partition_epoch == r.partition_epoch + 1
+
+
+def test_alter_partition_expansion_with_a_current_incarnation_succeeds():
+    r = reg(isr=(1, 2))
+    new, error = alter_partition(r, request(r, (1, 2, 3), (10, 20, 30)), {1: 10, 2: 20, 3: 30})
+    assert error is ErrorCode.none
+    assert new.isr == (1, 2, 3)
+    assert (new.leader_epoch, new.partition_epoch) == (r.leader_epoch, r.partition_epoch + 1)
+
+
+def test_alter_partition_orders_the_new_isr_by_assignment():
+    r = reg(isr=(1,))
+    new, error = alter_partition(r, request(r, (3, 1), (30, -1)), {1: 10, 3: 30})
+    assert error is ErrorCode.none
+    assert new.isr == (1, 3)
+
+
+def test_alter_partition_to_the_same_isr_changes_nothing():
+    r = reg()
+    new, error = alter_partition(r, request(r, (1, 2, 3)), {1: 10, 2: 20, 3: 30})
+    assert error is ErrorCode.none
+    assert new is r
+
+
+ALIVE = {1: 10, 2: 20, 3: 30}
+
+
+# validateAlterPartitionData's order: epochs the controller never issued, a fenced leader epoch,
+# the sender, the partition epoch, the ISR's shape, then every member's eligibility.
+
+
+@pytest.mark.parametrize(
+    "epochs",
+    [
+        pytest.param({"leader_epoch": 5}, id="higher-leader-epoch"),
+        pytest.param({"partition_epoch": 8}, id="higher-partition-epoch"),
+        pytest.param({"leader_epoch": 5, "partition_epoch": 8}, id="both-higher"),
+    ],
+)
+def test_alter_partition_with_epochs_the_controller_never_issued_is_not_controller(epochs):
+    # ReplicationControlManagerTest.testInvalidAlterPartitionRequests: leader / partition epoch 500.
+    r = reg()
+    new, error = alter_partition(r, request(r, (1, 2), **epochs), ALIVE)
+    assert error is ErrorCode.not_controller
+    assert new is r
+
+
+def test_alter_partition_not_controller_comes_before_a_fenced_leader_epoch():
+    r = reg()
+    _, error = alter_partition(r, request(r, (1, 2), leader_epoch=3, partition_epoch=8), ALIVE)
+    assert error is ErrorCode.not_controller
+
+
+def test_alter_partition_not_controller_comes_before_every_other_check():
+    r = reg()
+    _, error = alter_partition(r, request(r, (2, 9), (-1,), leader=2, leader_epoch=5), {})
+    assert error is ErrorCode.not_controller
+
+
+def test_alter_partition_with_an_older_leader_epoch_is_fenced():
+    r = reg()
+    new, error = alter_partition(r, request(r, (1, 2), leader_epoch=r.leader_epoch - 1), ALIVE)
+    assert error is ErrorCode.fenced_leader_epoch
+    assert new is r
+
+
+def test_alter_partition_from_a_replica_that_is_not_the_leader_is_an_invalid_request():
+    # ReplicationControlManagerTest.testInvalidAlterPartitionRequests ("Invalid leader").
+    r = reg()
+    new, error = alter_partition(r, request(r, (1, 2), leader=2), ALIVE)
+    assert error is ErrorCode.invalid_request
+    assert new is r
+
+
+def test_alter_partition_fenced_leader_epoch_comes_before_the_sender_check():
+    r = reg()
+    _, error = alter_partition(r, request(r, (1, 2), leader=2, leader_epoch=r.leader_epoch - 1), ALIVE)
+    assert error is ErrorCode.fenced_leader_epoch
+
+
+def test_alter_partition_sender_check_comes_before_the_partition_epoch():
+    r = reg()
+    _, error = alter_partition(r, request(r, (1, 2), leader=2, partition_epoch=r.partition_epoch - 1), ALIVE)
+    assert error is ErrorCode.invalid_request
+
+
+def test_alter_partition_with_an_older_partition_epoch_is_an_invalid_update_version():
+    r = reg()
+    new, error = alter_partition(r, request(r, (1, 2), partition_epoch=r.partition_epoch - 1), ALIVE)
+    assert error is ErrorCode.invalid_update_version
+    assert new is r
+
+
+def test_alter_partition_epoch_checks_come_before_isr_checks():
+    r = reg()
+    _, error = alter_partition(r, request(r, (2, 3), leader_epoch=r.leader_epoch - 1), {})
+    assert error is ErrorCode.fenced_leader_epoch
+    _, error = alter_partition(r, request(r, (2, 3), partition_epoch=r.partition_epoch - 1), {})
+    assert error is ErrorCode.invalid_update_version
+
+
+def test_alter_partition_after_another_change_is_refused_with_invalid_update_version():
+    r = reg()
+    stale = request(r, (1, 2))
+    shrunk = reconcile(r, {1, 2})  # the controller removed 3 meanwhile
+    new, error = alter_partition(shrunk, stale, {1: 10, 2: 20})
+    assert error is ErrorCode.invalid_update_version
+    assert new is shrunk
+
+
+@pytest.mark.parametrize(
+    "new_isr",
+    [
+        pytest.param((2, 3), id="leader-missing"),
+        pytest.param((1, 2, 2), id="duplicate"),
+        pytest.param((1, 4), id="not-assigned"),
+        pytest.param((), id="empty"),
+    ],
+)
+def test_alter_partition_with_an_invalid_isr_is_an_invalid_request(new_isr):
+    r = reg()
+    new, error = alter_partition(r, request(r, new_isr), {1: 10, 2: 20, 3: 30, 4: 40})
+    assert error is ErrorCode.invalid_request
+    assert new is r
+
+
+@pytest.mark.parametrize("incarnations", [(10, 30), (10, 20, 30, 40), ()])
+def test_alter_partition_with_incarnations_not_matching_the_isr_is_an_invalid_request(incarnations):
+    r = reg(isr=(1, 2))
+    new, error = alter_partition(r, request(r, (1, 2, 3), incarnations), ALIVE)
+    assert error is ErrorCode.invalid_request
+    assert new is r
+
+
+def test_alter_partition_invalid_isr_comes_before_eligibility():
+    r = reg(isr=(1, 2))
+    _, error = alter_partition(r, request(r, (1, 3, 3), (-1, 31, 31)), {1: 10})
+    assert error is ErrorCode.invalid_request
+
+
+def test_alter_partition_adding_a_dead_replica_is_ineligible():
+    r = reg(isr=(1, 2))
+    new, error = alter_partition(r, request(r, (1, 2, 3), (10, 20, 30)), {1: 10, 2: 20})
+    assert error is ErrorCode.ineligible_replica
+    assert new is r
+
+
+def test_alter_partition_adding_a_restarted_replica_is_ineligible():
+    # ReplicationControlManagerTest.testAlterPartitionShouldRejectBrokersWithStaleEpoch.
+    r = reg(isr=(1, 2))
+    new, error = alter_partition(r, request(r, (1, 2, 3), (10, 20, 30)), {1: 10, 2: 20, 3: 31})
+    assert error is ErrorCode.ineligible_replica
+    assert new is r
+
+
+def test_alter_partition_keeping_a_member_whose_incarnation_changed_is_ineligible():
+    # Every member of the new ISR is checked, not only the joiners: a shrink that keeps replica 2 as
+    # the leader saw it, though 2 has restarted since (perhaps with an empty log), is refused.
+    r = reg()
+    new, error = alter_partition(r, request(r, (1, 2), (-1, 20)), {1: 10, 2: 21, 3: 30})
+    assert error is ErrorCode.ineligible_replica
+    assert new is r
+
+
+def test_alter_partition_keeping_a_dead_member_is_ineligible():
+    r = reg()
+    new, error = alter_partition(r, request(r, (1, 2), (-1, -1)), {1: 10, 3: 30})
+    assert error is ErrorCode.ineligible_replica
+    assert new is r
+
+
+def test_alter_partition_naming_a_dead_leader_is_ineligible():
+    r = reg()
+    new, error = alter_partition(r, request(r, (1, 2), (-1, 20)), {2: 20, 3: 30})
+    assert error is ErrorCode.ineligible_replica
+    assert new is r
+
+
+def test_alter_partition_with_incarnation_minus_one_skips_the_incarnation_check():
+    # Kafka: a broker epoch of -1 bypasses the check (the leader has no fetch from that replica yet),
+    # but the replica must still be alive.
+    r = reg(isr=(1, 2))
+    new, error = alter_partition(r, request(r, (1, 2, 3), (-1, -1, -1)), {1: 11, 2: 22, 3: 33})
+    assert error is ErrorCode.none
+    assert new.isr == (1, 2, 3)
+
+
+def test_alter_partition_with_incarnation_minus_one_still_needs_the_replica_alive():
+    r = reg(isr=(1, 2))
+    new, error = alter_partition(r, request(r, (1, 2, 3), (-1, -1, -1)), {1: 11, 2: 22})
+    assert error is ErrorCode.ineligible_replica
+    assert new is r
