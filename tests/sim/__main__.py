@@ -4,6 +4,7 @@
     python -m tests.sim --seed 1234 -v          # replay one seed exactly, printing every step
     python -m tests.sim --kind share --seeds 2000 [--retention]   # the share side (or --kind all)
     python -m tests.sim --kind coordinator --seeds 2000           # the composed coordinator side
+    python -m tests.sim --kind replication --seeds 5000           # replicated partitions (issue 25)
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
-from tests.sim import coordinator_world, harness, share_world, world
+from tests.sim import coordinator_world, harness, replication_world, share_world, world
 
-DEFAULT_STEPS = {"group": 400, "share": 300, "coordinator": 400}
+DEFAULT_STEPS = {"group": 400, "share": 300, "coordinator": 400, "replication": 1000}
 KINDS = tuple(DEFAULT_STEPS)
 
 
 def _make(kind: str, seed: int, retention: bool):
+    if kind == "replication":
+        return replication_world.ReplicationWorld(seed)
     if kind == "coordinator":
         return coordinator_world.CoordinatorWorld(seed)
     return world.World(seed) if kind == "group" else share_world.ShareWorld(seed, retention=retention)
@@ -33,6 +36,8 @@ def _make(kind: str, seed: int, retention: bool):
 def _run(kind: str, seed: int, steps: int, retention: bool) -> dict[str, int]:
     """One seed; what it saw worth counting (the coordinator side's same-epoch re-initializes, and
     what its consumer-protocol members reached)."""
+    if kind == "replication":
+        return replication_world.run(seed, steps).counts
     if kind == "group":
         world.run(seed, steps)
     elif kind == "share":
@@ -54,6 +59,12 @@ def replay(kind: str, seed: int, steps: int, verbose: bool, retention: bool, con
                 for line in sim.trace[before:]:
                     console.print(f"[dim]{n:4}[/] {line}", highlight=False)
             sim.check()
+        if kind == "replication":
+            before = len(sim.trace)
+            sim.heal_and_converge()
+            if verbose:
+                for line in sim.trace[before:]:
+                    console.print(f"[dim]heal[/] {line}", highlight=False)
     except harness.Violation as exc:
         console.print(f"[red]{kind} seed {seed}, step {n}: {exc}")
         return 1
