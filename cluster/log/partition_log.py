@@ -21,6 +21,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kio.schema.errors import ErrorCode
+
 from cluster import recordbatch
 from cluster.log import reads
 from cluster.log.checkpoint import Checkpoint, write_checkpoint
@@ -119,6 +121,9 @@ class PartitionLog:
         staged = self.stage(batches, leader_epoch, headers)
         if staged is None:
             return []
+        return self._sync_and_commit(staged)
+
+    def _sync_and_commit(self, staged: StagedAppend) -> list[int]:
         if self.config.flush is FlushPolicy.BATCH:
             try:
                 self._files.fsync(staged.fd)
@@ -141,6 +146,11 @@ class PartitionLog:
         self._check_writable()
         if not batches:
             return None
+        return self._stage(batches, leader_epoch, headers)
+
+    def _stage(
+        self, batches: Sequence[bytearray], leader_epoch: int | None, headers: Sequence[BatchHeader] | None
+    ) -> StagedAppend:
         if headers is None:
             headers = []
             for batch in batches:
@@ -153,7 +163,12 @@ class PartitionLog:
         next_offset = self.end_offset
         base_offsets: list[int] = []
         for batch, header in zip(batches, headers):
-            recordbatch.assign_offset(batch, next_offset, leader_epoch)
+            if leader_epoch is not None:
+                recordbatch.assign_offset(batch, next_offset, leader_epoch)
+            elif header.base_offset < next_offset:
+                raise ValueError(f"replicated batch at offset {header.base_offset} is below the log end {next_offset}")
+            else:
+                next_offset = header.base_offset  # a compacted leader's batches may leave gaps
             base_offsets.append(next_offset)
             next_offset += header.last_offset_delta + 1
         payload = b"".join(batches)
@@ -163,6 +178,29 @@ class PartitionLog:
             return StagedAppend(segment, True, FILE_HEADER_SIZE, base_offsets, headers, next_offset)
         self._write_to_active(active, payload)
         return StagedAppend(active, False, active.size, base_offsets, headers, next_offset)
+
+    def append_replicated(self, data: bytes | bytearray | memoryview) -> list[BatchHeader]:
+        """A follower's append (Kafka's appendAsFollower): whole batches as the leader's log holds
+        them, offsets and leader epochs kept, each checked (CRC, and that it starts at or past
+        this log's end: a compacted log has gaps), written as durably as append() writes. Returns their headers (the follower's epoch
+        cache and producer state learn from them). A partial batch at the end of `data` is left
+        out (a fetch answer cut at its byte limit); a corrupt one refuses the whole append."""
+        self._check_writable()
+        batches: list[bytearray] = []
+        headers: list[BatchHeader] = []
+        view = memoryview(data)
+        for position, header in recordbatch.iter_batches(view):
+            if not recordbatch.crc_ok(view, position, header):
+                raise recordbatch.BatchError(
+                    ErrorCode.corrupt_message, f"replicated batch at offset {header.base_offset} fails its CRC"
+                )
+            batches.append(bytearray(view[position:position + header.size]))
+            headers.append(header)
+        if not batches:
+            return []
+        staged = self._stage(batches, None, headers)
+        self._sync_and_commit(staged)
+        return headers
 
     def commit(self, staged: StagedAppend) -> list[int]:
         """Index the staged batches and make them visible (after they are durable); their offsets."""

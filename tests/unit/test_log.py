@@ -370,3 +370,46 @@ def test_delete_removes_the_directory(path: Path) -> None:
     log.append([one(0)], leader_epoch=0)
     log.delete()
     assert not path.exists()
+
+
+# -- a follower's append (replication) ----------------------------------------------------------
+
+
+def test_a_replicated_append_keeps_the_leaders_offsets_and_epochs_across_rolls(path: Path, tmp_path: Path) -> None:
+    leader = PartitionLog.open(tmp_path / "leader", SMALL)
+    for epoch in (0, 0, 3, 3, 3, 7):
+        leader.append([one(epoch), one(epoch + 1)], leader_epoch=epoch)
+    follower = PartitionLog.open(path, SMALL)
+    offset = 0
+    while offset < leader.end_offset:
+        follower.append_replicated(leader.read(offset, 150))  # small reads: several per segment
+        offset = follower.end_offset
+    assert follower.segment_count > 1
+    assert list(follower.batches()) == list(leader.batches())
+    follower.close()
+    assert list(PartitionLog.open(path, SMALL).batches()) == list(leader.batches())
+
+
+def test_a_replicated_append_may_skip_offsets_but_never_goes_back(path: Path, tmp_path: Path) -> None:
+    log = PartitionLog.open(path, SMALL)
+    first = one(1)
+    rb.assign_offset(first, 0, 2)
+    gap = one(2)
+    rb.assign_offset(gap, 5, 2)  # a compacted leader's batches leave gaps
+    log.append_replicated(bytes(first) + bytes(gap))
+    assert log.end_offset == 6
+    behind = one(3)
+    rb.assign_offset(behind, 4, 2)
+    with pytest.raises(ValueError, match="below the log end"):
+        log.append_replicated(bytes(behind))
+    assert log.end_offset == 6
+
+
+def test_a_replicated_append_leaves_a_partial_batch_out(path: Path) -> None:
+    log = PartitionLog.open(path, SMALL)
+    whole = one(1)
+    rb.assign_offset(whole, 0, 0)
+    cut = one(2)
+    rb.assign_offset(cut, 1, 0)
+    headers = log.append_replicated(bytes(whole) + bytes(cut)[:-3])
+    assert [h.base_offset for h in headers] == [0] and log.end_offset == 1

@@ -1,0 +1,179 @@
+"""LogReplica: three replicas of one partition on real logs in a temporary directory, the fetches
+passed by hand. What the state machines decide must hold on the bytes: followers' logs equal the
+leader's batch for batch (offsets and leader epochs kept), a new leader's followers cut exactly
+the tail it never had, a wiped replica catches up, and a reopened log knows its epochs."""
+
+from __future__ import annotations
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from cluster.log import PartitionLog
+from cluster.recordbatch import BatchError, parse_header
+from cluster.replication.log_replica import LogReplica, ReplicaFetched, ReplicationConfig
+from cluster.replication.registration import PartitionRegistration, alter_partition, reconcile
+from tests.unit.log_helpers import SMALL, one, split
+
+CONFIG = ReplicationConfig(min_insync_replicas=2, lag_time_max_ms=1_000, fetch_max_bytes=1 << 20)
+T0 = 1_000_000
+
+
+class Trio:
+    """Three replicas, their logs under tmp_path/<id>, and the controller's registration."""
+
+    def __init__(self, tmp_path) -> None:
+        self.tmp_path = tmp_path
+        self.now = T0
+        self.replicas = {r: self.open(r) for r in (0, 1, 2)}
+        self.registration = PartitionRegistration.new((0, 1, 2))
+        self.apply_all()
+
+    def open(self, r: int, incarnation: int = 0) -> LogReplica:
+        return LogReplica(r, incarnation, PartitionLog.open(self.tmp_path / str(r), SMALL), CONFIG)
+
+    def apply_all(self) -> None:
+        for replica in self.replicas.values():
+            replica.apply(self.registration, self.now)
+
+    def leader(self) -> LogReplica:
+        return self.replicas[self.registration.leader]
+
+    def produce(self, n: int = 1) -> int:
+        """n one-record batches through the leader, acks=all; the end offset to wait for."""
+        error, _ = self.leader().append([one(i) for i in range(n)], None, acks_all=True, now_ms=self.now)
+        assert error is ErrorCode.none
+        return self.leader().log.end_offset
+
+    def fetch_once(self, r: int) -> ErrorCode:
+        follower = self.replicas[r]
+        fetch = follower.next_fetch()
+        assert fetch is not None
+        answer, change = self.replicas[self.registration.leader].answer_fetch(fetch, self.now)
+        if change is not None:
+            self.commit(change)
+        return follower.apply_fetched(fetch, answer)
+
+    def commit(self, change) -> None:
+        alive = {r: rep.incarnation for r, rep in self.replicas.items()}
+        self.registration, error = alter_partition(self.registration, change, alive)
+        self.leader().leader.isr_change_answered(change, error, self.registration, self.now)
+
+    def replicate(self, rounds: int = 6, only=(0, 1, 2)) -> None:
+        for _ in range(rounds):
+            for r in only:
+                if r != self.registration.leader:
+                    self.fetch_once(r)
+
+
+def batches(replica: LogReplica) -> list[tuple[int, int, bytes]]:
+    """(base offset, leader epoch, bytes) of every batch of a replica's log."""
+    out = []
+    for data in split(replica.log.read(0, 1 << 30)) if replica.log.end_offset else []:
+        h = parse_header(data)
+        out.append((h.base_offset, h.partition_leader_epoch, data))
+    return out
+
+
+def test_followers_hold_the_leaders_batches_and_the_high_watermark_follows(tmp_path):
+    trio = Trio(tmp_path)
+    end = trio.produce(3)
+    assert trio.leader().acks_all_reached(end) is None  # no follower has it yet
+    trio.replicate()
+    assert trio.leader().acks_all_reached(end) is ErrorCode.none
+    assert trio.leader().high_watermark == end
+    assert batches(trio.replicas[1]) == batches(trio.replicas[0]) == batches(trio.replicas[2])
+    assert trio.replicas[1].high_watermark == end
+
+
+def test_a_new_leaders_followers_cut_the_tail_it_never_had(tmp_path):
+    trio = Trio(tmp_path)
+    trio.produce(2)
+    trio.replicate()
+    committed = trio.leader().log.end_offset
+    # The leader takes two more batches only follower 2 fetches, then dies before they commit.
+    trio.produce(2)
+    trio.fetch_once(2)
+    assert trio.replicas[2].log.end_offset == committed + 2 and trio.replicas[1].log.end_offset == committed
+    trio.registration = reconcile(trio.registration, alive={1, 2})
+    assert trio.registration.leader == 1 and trio.registration.isr == (1, 2)
+    trio.replicas[1].apply(trio.registration, trio.now)
+    trio.replicas[2].apply(trio.registration, trio.now)
+    assert trio.fetch_once(2) is ErrorCode.none  # answered with the diverging epoch: 2 truncates
+    assert trio.replicas[2].log.end_offset == committed
+    end = trio.produce(1)  # epoch 1's first batch, at the offset 2 held epoch 0's tail
+    trio.replicate(only=(1, 2))
+    assert trio.leader().acks_all_reached(end) is ErrorCode.none
+    assert batches(trio.replicas[1]) == batches(trio.replicas[2])
+    assert [epoch for _, epoch, _ in batches(trio.replicas[2])][-1] == trio.registration.leader_epoch == 1
+
+
+def test_a_wiped_replica_catches_up_and_rejoins(tmp_path):
+    trio = Trio(tmp_path)
+    trio.produce(5)
+    trio.replicate()
+    trio.replicas[2].log.delete()
+    trio.replicas[2] = trio.open(2, incarnation=1)
+    assert trio.replicas[2].log.end_offset == 0
+    trio.replicas[2].apply(trio.registration, trio.now)
+    trio.replicate()
+    assert batches(trio.replicas[2]) == batches(trio.replicas[0])
+
+
+def test_a_reopened_log_knows_its_epochs(tmp_path):
+    trio = Trio(tmp_path)
+    trio.produce(2)
+    trio.replicate()
+    trio.registration = reconcile(trio.registration, alive={1, 2})
+    trio.apply_all()
+    trio.produce(1)
+    trio.replicate(only=(1, 2))
+    before = trio.replicas[2].epochs.entries
+    trio.replicas[2].log.close()
+    reopened = trio.open(2)
+    assert reopened.epochs.entries == before == trio.replicas[1].epochs.entries
+
+
+def test_a_corrupt_replicated_batch_is_refused_and_appends_nothing(tmp_path):
+    trio = Trio(tmp_path)
+    trio.produce(2)
+    follower = trio.replicas[1]
+    fetch = follower.next_fetch()
+    answer, _ = trio.leader().answer_fetch(fetch, trio.now)
+    damaged = bytearray(answer.records)
+    damaged[-1] ^= 0xFF
+    bad = ReplicaFetched(answer.error_code, answer.high_watermark, answer.log_start_offset, records=bytes(damaged))
+    with pytest.raises(BatchError):
+        follower.apply_fetched(fetch, bad)
+    assert follower.log.end_offset == 0
+    assert follower.apply_fetched(fetch, answer) is ErrorCode.none
+    assert follower.log.end_offset == 2
+
+
+def test_a_stale_answer_is_dropped(tmp_path):
+    trio = Trio(tmp_path)
+    trio.produce(1)
+    follower = trio.replicas[1]
+    fetch = follower.next_fetch()
+    answer, _ = trio.leader().answer_fetch(fetch, trio.now)
+    assert follower.apply_fetched(fetch, answer) is ErrorCode.none
+    end = follower.log.end_offset
+    assert follower.apply_fetched(fetch, answer) is ErrorCode.none  # the same answer again: nothing
+    assert follower.log.end_offset == end
+
+
+def test_acks_all_is_refused_with_too_small_an_isr(tmp_path):
+    trio = Trio(tmp_path)
+    trio.now += CONFIG.lag_time_max_ms + 1
+    trio.produce(1)
+    change = trio.leader().leader.maybe_shrink_isr(trio.now)
+    assert change is not None and change.new_isr == (0,)
+    trio.commit(change)
+    error, offsets = trio.leader().append([one(9)], None, acks_all=True, now_ms=trio.now)
+    assert error is ErrorCode.not_enough_replicas and offsets == []
+    assert trio.leader().append([one(9)], None, acks_all=False, now_ms=trio.now)[0] is ErrorCode.none
+
+
+def test_a_follower_cannot_append_as_leader(tmp_path):
+    trio = Trio(tmp_path)
+    error, _ = trio.replicas[1].append([one(1)], None, acks_all=True, now_ms=trio.now)
+    assert error is ErrorCode.not_leader_or_follower
