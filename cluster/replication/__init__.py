@@ -9,9 +9,12 @@ and a network that reorders and drops.
 - epochs.py: the leader-epoch cache (Kafka's LeaderEpochFileCache, KIP-101/KIP-279), rebuilt
   from the epochs every batch already carries.
 - registration.py: the controller's record of a partition (replicas, ISR, leader, epochs) and the
-  changes it makes: elections from the ISR, fencing, AlterPartition (KIP-497).
+  changes it makes: elections from the ISR, fencing, AlterPartition (KIP-497), reassignment
+  (KIP-455: a partition moves by copying its log to new replicas).
 - leader.py: the leader's side: follower progress, the ISR and its pending change, the high
   watermark, acks=all (Kafka's Partition).
 - follower.py: the follower's side: where to fetch from, truncation on a diverging epoch
   (KIP-320), its high watermark (Kafka's AbstractFetcherThread / ReplicaFetcherThread).
+- log_replica.py: one replica over its PartitionLog, the state machines joined to the bytes (the
+  one module here that does I/O).
 """

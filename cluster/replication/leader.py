@@ -185,7 +185,7 @@ class LeaderState:
 
     def metadata(self, registration: PartitionRegistration, now_ms: int) -> bool:
         """A newer registration in which this replica still leads the same epoch (the controller
-        fenced a member, or committed our change). False when it no longer applies to this leader:
+        fenced a member, committed our change, or started a reassignment). False when it no longer applies to this leader:
         the host then makes the replica a follower, or a leader of the new epoch."""
         if registration.leader != self.replica_id or registration.leader_epoch != self.leader_epoch:
             return False
@@ -193,6 +193,15 @@ class LeaderState:
             return True
         self.isr = registration.isr
         self.partition_epoch = registration.partition_epoch
+        if registration.replicas != self.replicas:
+            # A reassignment started under this epoch: the new replicas fetch from here, unknown
+            # until they do. (One that leaves the assignment comes with a new leader epoch.)
+            self.replicas = registration.replicas
+            for r in registration.replicas:
+                if r != self.replica_id and r not in self.followers:
+                    self.followers[r] = FollowerProgress()
+            for r in [r for r in self.followers if r not in registration.replicas]:
+                del self.followers[r]
         if self.pending is not None and self.pending.partition_epoch < registration.partition_epoch:
             self.pending = None  # built on an ISR the controller has since changed: it will be refused
         self._advance_high_watermark(now_ms)

@@ -15,15 +15,23 @@ this needs (KRaft; unclean leader election off):
   saw (KIP-903's broker epochs): a replica that restarted since, perhaps with an empty data
   directory, is not added on the strength of what its previous life had fetched.
 
-Every change bumps the partition epoch; a change of leader bumps the leader epoch too (Kafka no
-longer bumps it when the ISR only shrinks). Functions return the new registration (the record the
-controller appends to its metadata log), or the same one when nothing changes.
+- a partition moves by reassignment (KIP-455, Kafka's PartitionReassignmentReplicas): the target
+  replicas join the assignment (`adding`) beside the ones leaving (`removing`); the added ones
+  fetch and are taken into the ISR as any follower is; once the ISR holds every target replica
+  the reassignment completes in that same change: the leaving replicas go from the assignment and
+  the ISR, and a leader among them hands over to a target replica.
+
+Every change bumps the partition epoch; a change of leader bumps the leader epoch too, and so does
+a replica leaving the assignment (Kafka's triggerLeaderEpochBumpForReplicaReassignmentIfNeeded:
+the one that left must not be taken for a follower of the epoch it knew). Kafka no longer bumps it
+when the ISR only shrinks. Functions return the new registration (the record the controller
+appends to its metadata log), or the same one when nothing changes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
@@ -32,11 +40,13 @@ NO_LEADER = -1
 
 @dataclass(frozen=True, slots=True)
 class PartitionRegistration:
-    replicas: tuple[int, ...]  # assignment order: the preferred leader first
+    replicas: tuple[int, ...]  # assignment order: the preferred leader first (targets, then leaving)
     isr: tuple[int, ...]
     leader: int
     leader_epoch: int
     partition_epoch: int
+    adding: tuple[int, ...] = ()  # a reassignment's new replicas, still catching up
+    removing: tuple[int, ...] = ()  # a reassignment's leaving replicas
 
     @classmethod
     def new(cls, replicas: tuple[int, ...]) -> PartitionRegistration:
@@ -48,6 +58,14 @@ class PartitionRegistration:
     @property
     def has_leader(self) -> bool:
         return self.leader != NO_LEADER
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.removing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +81,36 @@ class AlterPartition:
     incarnations: tuple[int, ...]
 
 
-def _change(reg: PartitionRegistration, isr: tuple[int, ...], leader: int) -> PartitionRegistration:
-    if isr == reg.isr and leader == reg.leader:
+def _change(
+    reg: PartitionRegistration,
+    isr: tuple[int, ...],
+    alive: Collection[int],
+    replicas: tuple[int, ...] | None = None,
+    adding: tuple[int, ...] | None = None,
+    removing: tuple[int, ...] | None = None,
+) -> PartitionRegistration:
+    """Kafka's PartitionChangeBuilder.build: complete a reassignment the ISR now allows, elect if
+    the leader cannot stay, and bump the epochs the change calls for."""
+    replicas = reg.replicas if replicas is None else replicas
+    adding = reg.adding if adding is None else adding
+    removing = reg.removing if removing is None else removing
+    if adding or removing:
+        target = tuple(r for r in replicas if r not in removing)
+        target_isr = tuple(r for r in target if r in isr)  # in the new assignment's order
+        if target_isr and set(target) <= set(target_isr):
+            replicas, isr, adding, removing = target, target_isr, (), ()
+    leader = reg.leader
+    # A leaving leader leads on until the reassignment completes (Kafka's tryElection keeps any
+    # leader still in the assignment and the ISR); the targets come first in the election order.
+    if leader not in replicas or leader not in isr or leader not in alive:
+        leader = _elect(replicas, isr, alive)
+    if (replicas, isr, leader, adding, removing) == (reg.replicas, reg.isr, reg.leader, reg.adding, reg.removing):
         return reg
-    leader_epoch = reg.leader_epoch + 1 if leader != reg.leader else reg.leader_epoch
-    return replace(reg, isr=isr, leader=leader, leader_epoch=leader_epoch, partition_epoch=reg.partition_epoch + 1)
+    bump = leader != reg.leader or not set(reg.replicas) <= set(replicas)
+    return PartitionRegistration(
+        replicas, isr, leader, reg.leader_epoch + 1 if bump else reg.leader_epoch, reg.partition_epoch + 1,
+        adding, removing,
+    )
 
 
 def _elect(replicas: tuple[int, ...], isr: tuple[int, ...], alive: Collection[int]) -> int:
@@ -83,18 +126,27 @@ def reconcile(reg: PartitionRegistration, alive: Collection[int]) -> PartitionRe
     isr = tuple(r for r in reg.isr if r in alive)
     if not isr:
         isr = reg.isr  # every member is gone: all keep their claim, any of them holds the committed log
-    leader = reg.leader if reg.leader in alive and reg.leader in isr else _elect(reg.replicas, isr, alive)
-    return _change(reg, isr, leader)
+    return _change(reg, isr, alive)
 
 
 def lost_log(reg: PartitionRegistration, replica: int, alive: Collection[int]) -> PartitionRegistration:
     """`replica` came back with an empty log where it had one: it is out of the ISR, whatever it
     was, and leads only after it has caught up and the leader added it again."""
-    isr = tuple(r for r in reg.isr if r != replica)
-    leader = reg.leader if reg.leader != replica else NO_LEADER
-    if leader == NO_LEADER:
-        leader = _elect(reg.replicas, isr, alive)
-    return _change(reg, isr, leader)
+    return _change(reg, tuple(r for r in reg.isr if r != replica), tuple(a for a in alive if a != replica))
+
+
+def reassign(
+    reg: PartitionRegistration, target: tuple[int, ...], alive: Collection[int]
+) -> tuple[PartitionRegistration, ErrorCode]:
+    """Start moving the partition to `target` (AlterPartitionReassignments, KIP-455): the target
+    replicas first in the assignment, the leaving ones after them until the target is in sync."""
+    if not target or len(set(target)) != len(target):
+        return reg, ErrorCode.invalid_replica_assignment
+    if reg.reassigning:
+        return reg, ErrorCode.reassignment_in_progress
+    removing = tuple(r for r in reg.replicas if r not in target)
+    adding = tuple(r for r in target if r not in reg.replicas)
+    return _change(reg, reg.isr, alive, tuple(target) + removing, adding, removing), ErrorCode.none
 
 
 def alter_partition(
@@ -124,4 +176,4 @@ def alter_partition(
         if replica not in alive or (incarnation != -1 and alive[replica] != incarnation):
             return reg, ErrorCode.ineligible_replica
     ordered = tuple(r for r in reg.replicas if r in new_isr)
-    return _change(reg, ordered, reg.leader), ErrorCode.none
+    return _change(reg, ordered, alive), ErrorCode.none

@@ -1,4 +1,5 @@
-"""One replicated partition under faults: three replicas, a controller and a network, on fake time.
+"""One replicated partition under faults: three replicas on four nodes, a controller and a network,
+on fake time.
 
 The replicas run the real state machines (cluster/replication: LeaderState, FollowerState, the
 epoch cache) and the controller the real registration changes (reconcile, lost_log,
@@ -7,6 +8,8 @@ alter_partition); what is simulated is what hosts them: each replica's log is a 
 nothing; a wiped data directory loses everything), and every message between them travels a
 network that delivers in any order, delays, and drops.
 
+The partition starts on replicas 0, 1 and 2 of four nodes; reassignments move it among them
+(KIP-455: the new replicas catch up and join the ISR, then the leaving ones delete their logs).
 The seed schedules, one event a step: produces (acks=all) to whichever replica believes it
 leads, follower fetches and their answers, ISR changes (AlterPartition) and their answers, the
 controller's reaction to replicas it sees come and go, metadata reaching each replica, clock
@@ -41,12 +44,14 @@ from cluster.replication.registration import (
     PartitionRegistration,
     alter_partition,
     lost_log,
+    reassign,
     reconcile,
 )
 from tests.sim import harness
 from tests.sim.harness import Harness, Violation
 
-REPLICAS = (0, 1, 2)
+NODES = (0, 1, 2, 3)  # where replicas may be: a reassignment moves the partition among them
+REPLICAS = (0, 1, 2)  # where it starts
 CONTROLLER = 100  # the controller's address on the network
 MIN_INSYNC_REPLICAS = 2
 LAG_TIME_MAX_MS = 300
@@ -96,10 +101,10 @@ class Replica:
 class ReplicationWorld(Harness):
     def __init__(self, seed: int) -> None:
         super().__init__(seed)
-        self.replicas = {r: Replica(r) for r in REPLICAS}
+        self.replicas = {r: Replica(r) for r in NODES}
         self.registration = PartitionRegistration.new(REPLICAS)
-        self.controller_alive: dict[int, int] = {r: 0 for r in REPLICAS}  # replica -> its incarnation
-        self.directories = {r: 0 for r in REPLICAS}  # what the controller last heard from each
+        self.controller_alive: dict[int, int] = {r: 0 for r in NODES}  # replica -> its incarnation
+        self.directories = {r: 0 for r in NODES}  # what the controller last heard from each
         self.network: list[Message] = []
         self.record_ids = itertools.count()
         self.committed: list[tuple[int, int]] = []
@@ -128,9 +133,9 @@ class ReplicationWorld(Harness):
     # small): slow metadata and a lossy network make zombie leaders and answers lost after they
     # took effect common in some seeds, rare in others.
     WEIGHTS = {"produce": 15, "deliver": 35, "fetch": 20, "tick": 6, "clock": 8, "controller": 5,
-               "metadata": 7, "drop": 1.5, "recover": 1.5, "fault": 1}
+               "metadata": 7, "drop": 1.5, "recover": 1.5, "fault": 1, "reassign": 0.5}
     SPREAD = {"metadata": (0.1, 1.0), "drop": (0.3, 4.0), "controller": (0.3, 1.5), "fault": (0.5, 2.0),
-              "clock": (0.5, 2.0)}
+              "clock": (0.5, 2.0), "reassign": (0.0, 2.0)}
 
     def _draw_weights(self) -> tuple[list[str], list[float]]:
         weights = dict(self.WEIGHTS)
@@ -143,30 +148,32 @@ class ReplicationWorld(Harness):
             self._events, self._weights = self._draw_weights()
         event = self.rng.choices(self._events, self._weights)[0]
         if event == "produce":
-            self.produce(self.rng.choice(REPLICAS))
+            self.produce(self.rng.choice(NODES))
         elif event == "deliver":
             self.deliver()
         elif event == "fetch":
-            self.send_fetch(self.rng.choice(REPLICAS))
+            self.send_fetch(self.rng.choice(NODES))
         elif event == "tick":
-            self.tick(self.rng.choice(REPLICAS))
+            self.tick(self.rng.choice(NODES))
         elif event == "clock":
             self.advance(self.rng.choice((1, 2, 5, 5, 10, 20, 50, 400)))
         elif event == "controller":
             self.controller_tick()
         elif event == "metadata":
-            self.metadata(self.rng.choice(REPLICAS))
+            self.metadata(self.rng.choice(NODES))
         elif event == "drop":
             self.drop()
         elif event == "recover":
             self.recover()
+        elif event == "reassign":
+            self.reassign()
         else:
             self.fault()
         self.answer_acks()
 
     def fault(self) -> None:
         """Crash, pause or isolate one replica (at most two down at once)."""
-        r = self.replicas[self.rng.choice(REPLICAS)]
+        r = self.replicas[self.rng.choice(NODES)]
         if not r.running:
             return
         roll = self.rng.random()
@@ -379,12 +386,22 @@ class ReplicationWorld(Harness):
         self.controller_alive = alive
         self._register(reconcile(reg, alive), f"controller sees {sorted(alive)} alive")
 
+    def reassign(self) -> None:
+        """An operator (or the balancer) moves the partition to three of the nodes, in some order."""
+        target = tuple(self.rng.sample(NODES, len(REPLICAS)))
+        reg, error = reassign(self.registration, target, self.controller_alive)
+        if error is ErrorCode.none and reg != self.registration:
+            self.note("reassignments")
+        self._register(reg, f"reassign to {target}")
+
     def _register(self, reg: PartitionRegistration, why: str) -> None:
         if reg != self.registration:
             self.trace.append(f"{why}: leader {reg.leader} epoch {reg.leader_epoch}, ISR {reg.isr} "
                               f"(partition epoch {reg.partition_epoch})")
             if reg.leader_epoch != self.registration.leader_epoch:
                 self.note("elections")
+            if self.registration.reassigning and not reg.reassigning:
+                self.note("reassignments completed")
             self.registration = reg
 
     def metadata(self, rid: int) -> None:
@@ -396,6 +413,13 @@ class ReplicationWorld(Harness):
         """A replica learns the latest registration (KRaft's metadata log reaches every broker in order)."""
         reg = self.registration
         r.known_partition_epoch = reg.partition_epoch
+        if r.id not in reg.replicas:
+            if r.leader is not None or r.follower is not None or r.log:
+                # Kafka's StopReplica with deletion: a replica that left the assignment deletes its log.
+                self.trace.append(f"{r.id} leaves the assignment and deletes its log (end {len(r.log)})")
+                self._unanswered(r)
+                r.leader, r.follower, r.fetch_sent, r.log = None, None, None, []
+            return
         if reg.leader == r.id:
             if r.leader is not None and r.leader.metadata(reg, self.now()):
                 return
@@ -475,13 +499,13 @@ class ReplicationWorld(Harness):
             if roll < 0.5:
                 self.deliver()
             elif roll < 0.7:
-                self.send_fetch(self.rng.choice(REPLICAS))
+                self.send_fetch(self.rng.choice(NODES))
             elif roll < 0.8:
-                self.tick(self.rng.choice(REPLICAS))
+                self.tick(self.rng.choice(NODES))
             elif roll < 0.87:
                 self.controller_tick()
             elif roll < 0.95:
-                self.metadata(self.rng.choice(REPLICAS))
+                self.metadata(self.rng.choice(NODES))
             else:
                 self.advance(30)
             self.answer_acks()
@@ -501,14 +525,17 @@ class ReplicationWorld(Harness):
 
     def converged(self) -> bool:
         reg = self.registration
-        if reg.leader == NO_LEADER or set(reg.isr) != set(REPLICAS):
+        if reg.leader == NO_LEADER or reg.reassigning or set(reg.isr) != set(reg.replicas):
             return False
         leader = self.replicas[reg.leader]
         if leader.leader is None or leader.leader.leader_epoch != reg.leader_epoch:
             return False
         if leader.leader.visible_high_watermark != len(leader.log) or leader.leader.pending is not None:
             return False
-        return all(r.log == leader.log and r.known_partition_epoch == reg.partition_epoch for r in self.replicas.values())
+        return all(
+            self.replicas[r].log == leader.log and self.replicas[r].known_partition_epoch == reg.partition_epoch
+            for r in reg.replicas
+        )
 
 
 def run(seed: int, steps: int = 600) -> ReplicationWorld:

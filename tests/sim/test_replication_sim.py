@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
+from cluster.replication.registration import reassign
 from tests.sim.replication_world import ReplicationWorld, run
 
 SEEDS = range(300)
@@ -27,13 +28,13 @@ def test_a_replication_seed_replays_exactly():
 
 def test_the_seeds_reach_what_they_are_for():
     """The schedule is worth its seeds only if it reaches the hard cases: elections, truncation of
-    divergent tails, wiped replicas catching up, writes refused for too small an ISR and writes a
+    divergent tails, wiped replicas catching up, partitions moved to another node, writes refused for too small an ISR and writes a
     leader took but never answered."""
     totals: dict[str, int] = {}
     for seed in range(40):
         for what, n in run(seed, steps=1000).counts.items():
             totals[what] = totals.get(what, 0) + n
-    for what in ("acknowledged writes", "elections", "truncations", "wiped",
+    for what in ("acknowledged writes", "elections", "truncations", "wiped", "reassignments completed",
                  "refused for too small an ISR", "writes never answered"):
         assert totals.get(what, 0) > 0, (what, totals)
 
@@ -159,3 +160,27 @@ def settle_without(world: ReplicationWorld, away: int, rounds: int) -> None:
             world.deliver()
         world.answer_acks()
         world.check()
+
+
+def test_a_partition_moves_to_another_node_by_copying_its_log():
+    """Kafka's reassignment: node 3 gets a replica, catches up from the leader and joins the ISR;
+    then node 0, the leader, leaves the assignment, hands over to 3 and deletes its log."""
+    world = ReplicationWorld(0)
+    settle(world, 5)
+    for _ in range(6):
+        world.produce(0)
+    settle(world, 20)
+    acked = set(world.acked)
+    assert acked and world.replicas[3].log == []
+    reg, error = reassign(world.registration, (3, 1, 2), world.controller_alive)
+    assert error is ErrorCode.none and reg.adding == (3,) and reg.removing == (0,)
+    world._register(reg, "reassign to (3, 1, 2)")
+    settle(world, 30)
+    reg = world.registration
+    assert (reg.replicas, reg.leader, reg.reassigning) == ((3, 1, 2), 3, False)
+    assert world.replicas[0].log == [] and world.replicas[0].leader is None
+    assert {i for _, i in world.replicas[3].log} >= acked
+    world.produce(3)
+    settle(world, 20)
+    world.heal_and_converge()
+    assert world.replicas[3].log == world.replicas[1].log == world.replicas[2].log

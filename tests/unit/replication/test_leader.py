@@ -1023,3 +1023,25 @@ def test_visible_high_watermark_follows_the_high_watermark_after_the_epoch_start
     state.appended(15, T0)
     fetch(state, 2, 13)
     assert state.visible_high_watermark == 13
+
+
+# -- reassignment --------------------------------------------------------------------------------
+
+
+def test_a_reassignment_under_this_epoch_adds_the_new_replica_as_an_unknown_follower():
+    state = leader(isr=(1, 2, 3), min_isr=2)
+    fetch(state, 2, 10)
+    fetch(state, 3, 10)
+    moved = PartitionRegistration((4, 2, 3, 1), (1, 2, 3), LEADER, EPOCH, state.partition_epoch + 1, (4,), (1,))
+    assert state.metadata(moved, T0) is True
+    assert state.replicas == (4, 2, 3, 1) and state.followers[4].log_end_offset == -1
+    assert state.maybe_expand_isr(4) is None  # it has not fetched yet
+    fetch(state, 4, 10)
+    change = state.maybe_expand_isr(4)
+    assert change is not None and change.new_isr == (4, 2, 3, 1)
+
+
+def test_a_registration_without_this_leader_or_under_another_epoch_does_not_apply():
+    state = leader()
+    done = PartitionRegistration((4, 2, 3), (4, 2, 3), 4, EPOCH + 1, state.partition_epoch + 1)
+    assert state.metadata(done, T0) is False

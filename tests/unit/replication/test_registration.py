@@ -11,6 +11,7 @@ from cluster.replication.registration import (
     PartitionRegistration,
     alter_partition,
     lost_log,
+    reassign,
     reconcile,
 )
 
@@ -372,3 +373,69 @@ def test_alter_partition_with_incarnation_minus_one_still_needs_the_replica_aliv
     new, error = alter_partition(r, request(r, (1, 2, 3), (-1, -1, -1)), {1: 11, 2: 22})
     assert error is ErrorCode.ineligible_replica
     assert new is r
+
+
+# -- reassignment (KIP-455) ----------------------------------------------------------------------
+
+
+ALIVE = {1: 0, 2: 0, 3: 0, 4: 0}
+
+
+def test_reassignment_puts_the_targets_first_and_keeps_the_leaving_replicas_until_in_sync():
+    start = reg()
+    moved, error = reassign(start, (4, 2, 3), ALIVE)
+    assert error is ErrorCode.none
+    assert (moved.replicas, moved.adding, moved.removing) == ((4, 2, 3, 1), (4,), (1,))
+    # Nothing left the assignment yet: same leader, same leader epoch, a new partition epoch.
+    assert (moved.isr, moved.leader, moved.leader_epoch, moved.partition_epoch) == ((1, 2, 3), 1, 4, 8)
+    assert moved.reassigning and moved.target_replicas == (4, 2, 3)
+
+
+def test_reassignment_completes_when_the_isr_holds_every_target_and_the_leaving_leader_hands_over():
+    moved, _ = reassign(reg(), (4, 2, 3), ALIVE)
+    # The leader adds 4 to the ISR: that same change completes the move.
+    done, error = alter_partition(moved, request(moved, (1, 2, 3, 4)), ALIVE)
+    assert error is ErrorCode.none
+    assert (done.replicas, done.isr, done.adding, done.removing) == ((4, 2, 3), (4, 2, 3), (), ())
+    assert done.leader == 4  # the first target in the ISR; 1 left the assignment
+    assert done.leader_epoch == moved.leader_epoch + 1 and done.partition_epoch == moved.partition_epoch + 1
+
+
+def test_a_leader_that_stays_keeps_leading_but_a_replica_leaving_bumps_the_leader_epoch():
+    moved, _ = reassign(reg(), (1, 2, 4), ALIVE)
+    done, _ = alter_partition(moved, request(moved, (1, 2, 3, 4)), ALIVE)
+    assert (done.replicas, done.leader) == ((1, 2, 4), 1)
+    # Replica 3 must not mistake itself for a follower of the epoch it knew.
+    assert done.leader_epoch == moved.leader_epoch + 1
+
+
+def test_a_reassignment_waits_while_a_target_is_out_of_the_isr():
+    moved, _ = reassign(reg(), (4, 2, 3), ALIVE)
+    still, _ = alter_partition(moved, request(moved, (1, 2)), ALIVE)  # 3 fell behind
+    assert still.reassigning and still.isr == (2, 1)
+    assert still.replicas == (4, 2, 3, 1)
+
+
+def test_a_reassignment_to_replicas_already_in_sync_completes_at_once():
+    moved, error = reassign(reg(), (3, 2), ALIVE)
+    assert error is ErrorCode.none
+    assert (moved.replicas, moved.isr, moved.leader, moved.reassigning) == ((3, 2), (3, 2), 3, False)
+    assert moved.leader_epoch == 5
+
+
+def test_a_second_reassignment_waits_for_the_first():
+    moved, _ = reassign(reg(), (4, 2, 3), ALIVE)
+    again, error = reassign(moved, (1, 2, 4), ALIVE)
+    assert error is ErrorCode.reassignment_in_progress and again is moved
+
+
+@pytest.mark.parametrize("target", [(), (1, 1, 2)])
+def test_an_invalid_target_is_refused(target):
+    start = reg()
+    assert reassign(start, target, ALIVE) == (start, ErrorCode.invalid_replica_assignment)
+
+
+def test_the_leaving_leaders_loss_mid_reassignment_elects_a_target_first():
+    moved, _ = reassign(reg(isr=(1, 3, 2)), (4, 3, 2), ALIVE)
+    after = reconcile(moved, {2: 0, 3: 0, 4: 0})
+    assert after.leader == 3 and after.reassigning  # 4 is not in sync yet; 3 is the first target in the ISR
