@@ -16,7 +16,7 @@ so the replay that calls it runs where mutating calls may (before the log is sha
 from __future__ import annotations
 
 import logging
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +27,7 @@ from cluster import recordbatch
 from cluster.log import reads
 from cluster.log.checkpoint import Checkpoint, write_checkpoint
 from cluster.log.compaction import CompactionReport, compact_segments, latest_offsets
+from cluster.log.epoch_checkpoint import read_epoch_checkpoint, write_epoch_checkpoint
 from cluster.log.config import FlushPolicy, LogConfig
 from cluster.log.errors import LogError, LogWriteError, OffsetOutOfRange, write_error
 from cluster.log.files import ChunkReader, FileOps, LogFiles, open_file, remove_directory
@@ -321,16 +322,32 @@ class PartitionLog:
                 self._cut_at(segment, i, problem)
                 return
 
-    def _cut_at(self, segment: Segment, index: int, problem: str) -> None:
-        """Cut the log before batch `index` of segment, as recovery at open cuts a corrupt tail."""
+    def truncate_replica(self, offset: int) -> None:
+        """A follower's truncation (Kafka's UnifiedLog.truncateTo): every batch holding `offset` or
+        a later one goes, a batch that straddles it included, so the log ends at a batch boundary
+        at or below `offset` (end_offset says where). A routine step of replication, not damage:
+        the recovery report is left as it was. Only on a follower, whose log nobody else reads
+        while it follows: a reader holding the old index could read bytes a later append writes
+        at the same positions. Raises LogWriteError if the cut fails."""
+        self._check_writable()
+        for segment in self._segments:
+            i = bisect_right(segment.last_offsets, offset - 1, 0, segment.count)  # first last_offset >= offset
+            if i < segment.count:
+                self._cut_at(segment, i, "a follower's truncation", damage=False)
+                return
+
+    def _cut_at(self, segment: Segment, index: int, problem: str, damage: bool = True) -> None:
+        """Cut the log before batch `index` of segment, as recovery at open cuts a corrupt tail
+        (`damage`: recorded in the recovery report and logged as a warning)."""
         if segment not in self._segments:
             return  # a compaction replaced it, and its own read of this batch made the cut
         cut = plan_cut(self._segments, segment, index, problem, self.recovery)
         # Lower end_offset first: a concurrent reader bounded by it never reaches the cut bytes.
         self.end_offset = cut.end_offset
         self._segments = cut.segments
-        self.recovery = cut.report
-        log.warning("%s: %s", self.directory, cut.reason)
+        if damage:
+            self.recovery = cut.report
+            log.warning("%s: %s", self.directory, cut.reason)
         try:
             remove_cut(self._files, cut)
         except OSError as exc:
@@ -338,6 +355,17 @@ class PartitionLog:
             # point at close, so the next open verifies (and cuts) everything.
             self._failed = write_error(f"cutting {segment.path.name} at byte {cut.position}", exc)
             raise self._failed from exc
+
+    def read_epoch_history(self) -> list[tuple[int, int]] | None:
+        """The leader-epoch checkpoint beside the segments (epoch_checkpoint.py), or None."""
+        return read_epoch_checkpoint(self._files)
+
+    def write_epoch_history(self, entries: list[tuple[int, int]]) -> None:
+        """Replace the leader-epoch checkpoint, durably; LogWriteError if the disk refuses."""
+        try:
+            write_epoch_checkpoint(self._files, entries)
+        except OSError as exc:
+            raise write_error("writing the leader-epoch checkpoint", exc) from exc
 
     def batch_headers(self) -> Iterator[BatchHeader]:
         """The 61-byte header of every batch, in order, without the records (producer state rebuild)."""

@@ -21,6 +21,7 @@ import crc32c
 
 from cluster import recordbatch
 from cluster.log.checkpoint import TMP_NAME, Checkpoint, read_checkpoint, remove_checkpoint
+from cluster.log.epoch_checkpoint import TMP_NAME as EPOCH_TMP_NAME
 from cluster.log.config import LogConfig
 from cluster.log.errors import LogError, LogWriteError
 from cluster.log.files import ChunkReader, LogFiles, SegmentFile, open_file
@@ -85,8 +86,8 @@ class Recovery:
 
     def run(self) -> tuple[list[Segment], RecoveryReport]:
         for path in sorted(self.directory.iterdir()):
-            if path.name.endswith(CLEANED_SUFFIX) or path.name == TMP_NAME:
-                path.unlink()  # an interrupted compaction or checkpoint; the originals are intact
+            if path.name.endswith(CLEANED_SUFFIX) or path.name in (TMP_NAME, EPOCH_TMP_NAME):
+                path.unlink()  # an interrupted compaction or checkpoint write; the originals are intact
                 self.removed.append(path.name)
         checkpoint = self.checkpoint = read_checkpoint(self.files)
         files = sorted(

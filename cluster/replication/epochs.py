@@ -1,10 +1,9 @@
 """The leader-epoch cache: for each leader epoch, the first offset written in it.
 
 Kafka's LeaderEpochFileCache (KIP-101, KIP-279): a follower asks the leader where its last epoch
-ended and truncates what the leader never had. Kafka checkpoints the cache in its own file; here
-every batch already carries its partition leader epoch (PartitionLog.append stamps it), so a
-replica rebuilds the cache from its batch headers when it opens its log (`from_batches`), and
-what a crash leaves is exactly what the log holds.
+ended and truncates what the leader never had. The cache itself is plain; a replica keeps it in
+its log's leader-epoch checkpoint (cluster/log/epoch_checkpoint.py, as Kafka's file), since the
+batch headers alone (`from_batches`) lose epochs once compaction has dropped or trimmed batches.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The follower's side of a replicated partition: what to fetch next and what to truncate.
 
 Kafka's AbstractFetcherThread / ReplicaFetcherThread for one partition, as a plain object:
-- `position()` is the next fetch: from the log end, with the epoch of the last batch held
+- `start_fetch()` is the next fetch: from the log end, with the epoch of the last batch held
   (KIP-320's lastFetchedEpoch) and the leader epoch it follows;
 - `truncation_offset` turns the leader's diverging epoch into the offset to cut the log at
   (getOffsetTruncationState, KIP-101/KIP-279): the records past it were written under a leader
@@ -9,9 +9,11 @@ Kafka's AbstractFetcherThread / ReplicaFetcherThread for one partition, as a pla
 - `appended` and `truncated` keep the epoch cache and log end in step with the log;
 - the high watermark is the leader's, capped at this log's end.
 
-A follower follows one leader epoch; an answer to a fetch sent under another epoch, or from an
-offset the log has since left, is stale and dropped (`accepts`), as Kafka's fetcher drops a
-response whose fetch offset no longer matches its fetch state.
+A follower follows one leader epoch and has one fetch in flight (`start_fetch`), as Kafka's
+fetcher has per partition; only the answer to that fetch is taken, once (`take`). An answer to an
+earlier fetch, one sent again after a timeout, or a duplicate a retry brought, is dropped: a
+diverging answer applied a second time, after the log had been refilled to the same offset and
+the follower had rejoined the ISR, would cut records below the high watermark.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class FetchPosition:
     fetch_offset: int
     last_fetched_epoch: int
     current_leader_epoch: int
+    sequence: int = 0  # which fetch of this follower it is: 0 for a position not (yet) sent
 
 
 class FollowerState:
@@ -46,13 +49,27 @@ class FollowerState:
         self.log_start_offset = log_start_offset
         self.log_end_offset = log_end_offset
         self.high_watermark = min(high_watermark, log_end_offset)
+        self._sequence = 0
+        self._in_flight: FetchPosition | None = None
 
     def position(self) -> FetchPosition:
+        """Where the next fetch would start (not sent)."""
         return FetchPosition(self.log_end_offset, self.epochs.latest_epoch, self.leader_epoch)
 
-    def accepts(self, sent: FetchPosition) -> bool:
-        """Whether the answer to a fetch sent at `sent` still applies."""
-        return sent.current_leader_epoch == self.leader_epoch and sent.fetch_offset == self.log_end_offset
+    def start_fetch(self) -> FetchPosition:
+        """The next fetch, now the one in flight; an earlier one's answer will not be taken."""
+        self._sequence += 1
+        self._in_flight = FetchPosition(self.log_end_offset, self.epochs.latest_epoch, self.leader_epoch, self._sequence)
+        return self._in_flight
+
+    def take(self, sent: FetchPosition) -> bool:
+        """Whether to apply the answer to `sent`: it answers the fetch in flight, whose position
+        still holds; then no fetch is in flight (a second copy of the answer is dropped)."""
+        if sent != self._in_flight or sent.current_leader_epoch != self.leader_epoch \
+                or sent.fetch_offset != self.log_end_offset:
+            return False
+        self._in_flight = None
+        return True
 
     def truncation_offset(self, diverging_epoch: int, diverging_end_offset: int) -> int:
         """Where to cut the log on the leader's diverging epoch (epoch, its end offset there).
@@ -73,6 +90,7 @@ class FollowerState:
 
     def truncated(self, end_offset: int) -> None:
         """The log was cut to `end_offset`."""
+        self._in_flight = None
         self.epochs.truncate_from_end(end_offset)
         self.log_end_offset = end_offset
         self.high_watermark = min(self.high_watermark, end_offset)

@@ -4,11 +4,14 @@ Kafka's Partition (makeLeader / makeFollower, appendRecordsToLeader, fetchRecord
 and the fetcher's processPartitionData / truncate for one partition, as one object an actor holds
 per partition it replicates. It is what the state machines of this package decide, carried out on
 a real log: the leader appends under its epoch and answers followers with whole batches from its
-log; a follower appends them as they are (offsets and epochs kept), truncates where the leader's
-diverging epoch says, and rebuilds its epoch cache from the batch headers when the log opens.
+log; a follower appends them as they are (offsets and epochs kept) and truncates where the
+leader's diverging epoch says; the epoch history is kept in the log's leader-epoch checkpoint.
 
-It calls the log directly (file I/O, on whatever thread its host runs appends); everything else in
-cluster/replication is pure. The messages it answers with are flat, as every value that crosses
+Threads: every method changes the replica's state (a follower's fetch answered moves its
+progress and the high watermark), so all of them run where the log's mutating calls run, one at a
+time (PartitionLog's module docstring); only reads of the log itself may run beside them. A
+follower's log is read by no one else while it follows, which its truncation relies on. It calls
+the log directly (file I/O); everything else in cluster/replication is pure. The messages it answers with are flat, as every value that crosses
 the actor boundary in numbers (kernel/message.py).
 """
 
@@ -23,7 +26,7 @@ from kernel.message import message
 
 from cluster.log import LogError, PartitionLog
 from cluster.recordbatch import BatchHeader
-from cluster.replication.epochs import UNDEFINED_EPOCH, UNDEFINED_OFFSET, LeaderEpochCache
+from cluster.replication.epochs import UNDEFINED_EPOCH, UNDEFINED_OFFSET, EpochEntry, LeaderEpochCache
 from cluster.replication.follower import FetchPosition, FollowerState
 from cluster.replication.leader import LeaderState
 from cluster.replication.registration import NO_LEADER, AlterPartition, PartitionRegistration
@@ -45,6 +48,7 @@ class ReplicaFetch:
     fetch_offset: int
     last_fetched_epoch: int
     current_leader_epoch: int
+    sequence: int  # the follower's own count: only the answer to its latest fetch is taken
 
 
 @message(flat=True)
@@ -71,10 +75,11 @@ class LogReplica:
         self.incarnation = incarnation
         self.log = log
         self.config = config
-        # The log's own record of its epochs: every batch carries the epoch it was written under.
-        self.epochs = LeaderEpochCache.from_batches((h.partition_leader_epoch, h.base_offset) for h in log.batch_headers())
+        self.epochs = load_epochs(log)
+        self._persisted = self.epochs.entries
         self.leader: LeaderState | None = None
         self.follower: FollowerState | None = None
+        self.partition_epoch = -1  # of the newest registration applied: older ones are stale
         # Until it learns better from a leader, nothing here is known to be committed.
         self._high_watermark = log.log_start_offset
 
@@ -86,7 +91,12 @@ class LogReplica:
         return role.high_watermark if role is not None else self._high_watermark
 
     def apply(self, registration: PartitionRegistration, now_ms: int) -> None:
-        """The controller's registration for this partition (Kafka's makeLeader / makeFollower)."""
+        """The controller's registration for this partition (Kafka's makeLeader / makeFollower).
+        One older than the newest applied (a metadata push overtaken by a later one) is ignored:
+        leading an older epoch would rewrite the epoch cache under the log's newer batches."""
+        if registration.partition_epoch <= self.partition_epoch:
+            return
+        self.partition_epoch = registration.partition_epoch
         if registration.leader == self.replica_id:
             if self.leader is not None and self.leader.metadata(registration, now_ms):
                 return
@@ -96,6 +106,7 @@ class LogReplica:
                 self.replica_id, registration, self.epochs, self.log.log_start_offset, self.log.end_offset, hw,
                 now_ms, self.config.min_insync_replicas, self.config.lag_time_max_ms,
             )
+            self._persist_epochs()  # before anything is appended under the new epoch
             return
         if self.follower is not None and self.follower.leader_epoch == registration.leader_epoch \
                 and self.follower.leader == registration.leader:
@@ -114,20 +125,25 @@ class LogReplica:
     # -- the leader ------------------------------------------------------------------------------
 
     def append(self, batches: Sequence[bytearray], headers: Sequence[BatchHeader] | None, acks_all: bool,
-               now_ms: int) -> tuple[ErrorCode, list[int]]:
-        """Append as the leader under its epoch: (error, base offsets). An acks=all write is then
-        answered once `acks_all_reached(end)` says so."""
+               now_ms: int) -> tuple[ErrorCode, list[int], int]:
+        """Append as the leader under its epoch: (error, base offsets, the epoch written under). An
+        acks=all write is then answered once `acks_all_reached(end, epoch)` says so."""
         if self.leader is None:
-            return ErrorCode.not_leader_or_follower, []
+            return ErrorCode.not_leader_or_follower, [], -1
         error = self.leader.check_append(acks_all)
         if error is not None:
-            return error, []
-        base_offsets = self.log.append(batches, self.leader.leader_epoch, headers)
+            return error, [], -1
+        epoch = self.leader.leader_epoch
+        base_offsets = self.log.append(batches, epoch, headers)
         self.leader.appended(self.log.end_offset, now_ms)
-        return ErrorCode.none, base_offsets
+        return ErrorCode.none, base_offsets, epoch
 
-    def acks_all_reached(self, required_offset: int) -> ErrorCode | None:
-        if self.leader is None:
+    def acks_all_reached(self, required_offset: int, leader_epoch: int) -> ErrorCode | None:
+        """For a write ending at `required_offset` appended under `leader_epoch`: None while the
+        high watermark is below it. A replica that has led another epoch since (or leads no more)
+        answers NOT_LEADER_OR_FOLLOWER: the write may have been cut meanwhile, as Kafka completes
+        a delayed produce when its replica stops leading."""
+        if self.leader is None or self.leader.leader_epoch != leader_epoch:
             return ErrorCode.not_leader_or_follower
         return self.leader.acks_all(required_offset)
 
@@ -153,15 +169,16 @@ class LogReplica:
     def next_fetch(self) -> ReplicaFetch | None:
         if self.follower is None or self.follower.leader == NO_LEADER:
             return None
-        position = self.follower.position()
+        position = self.follower.start_fetch()
         return ReplicaFetch(self.replica_id, self.incarnation, position.fetch_offset, position.last_fetched_epoch,
-                            position.current_leader_epoch)
+                            position.current_leader_epoch, position.sequence)
 
     def apply_fetched(self, sent: ReplicaFetch, answer: ReplicaFetched) -> ErrorCode:
         """The leader's answer to `sent`: truncate, or append, or nothing (a stale answer, or an
         error the caller retries after); the answer's error, none for a stale one."""
         f = self.follower
-        if f is None or not f.accepts(FetchPosition(sent.fetch_offset, sent.last_fetched_epoch, sent.current_leader_epoch)):
+        sent_position = FetchPosition(sent.fetch_offset, sent.last_fetched_epoch, sent.current_leader_epoch, sent.sequence)
+        if f is None or not f.take(sent_position):
             return ErrorCode.none
         if answer.error_code is ErrorCode.offset_out_of_range:
             if answer.log_start_offset > self.log.end_offset:
@@ -179,10 +196,30 @@ class LogReplica:
             return ErrorCode.none
         headers = self.log.append_replicated(answer.records) if answer.records else []
         f.appended([(h.partition_leader_epoch, h.base_offset, h.last_offset) for h in headers], answer.high_watermark)
+        self._persist_epochs()
         return ErrorCode.none
 
     def _truncate(self, offset: int) -> None:
-        self.log.truncate_to(offset, "a follower's truncation to its leader's epoch boundary")
+        self.log.truncate_replica(offset)
         assert self.follower is not None
         # The log cuts at whole batches: its end is where the cut really fell.
         self.follower.truncated(self.log.end_offset)
+        self._persist_epochs()
+
+    def _persist_epochs(self) -> None:
+        entries = self.epochs.entries
+        if entries != self._persisted:
+            self.log.write_epoch_history([(e.epoch, e.start_offset) for e in entries])
+            self._persisted = entries
+
+
+def load_epochs(log: PartitionLog) -> LeaderEpochCache:
+    """The epoch history of a log: its checkpoint (epoch_checkpoint.py says why the batch headers
+    alone will not do once compaction ran), cut at the log's end, then any newer epoch the batch
+    headers show (batches a crash left after the checkpoint's last write)."""
+    cache = LeaderEpochCache(EpochEntry(e, s) for e, s in log.read_epoch_history() or [])
+    cache.truncate_from_end(log.end_offset)
+    for header in log.batch_headers():
+        if header.partition_leader_epoch > cache.latest_epoch:
+            cache.assign(header.partition_leader_epoch, header.base_offset)
+    return cache

@@ -129,6 +129,16 @@ def reconcile(reg: PartitionRegistration, alive: Collection[int]) -> PartitionRe
     return _change(reg, isr, alive)
 
 
+def restarted(reg: PartitionRegistration, replicas: Collection[int], alive: Collection[int]) -> PartitionRegistration:
+    """Replicas that restarted since the controller last looked (a new incarnation, however short
+    the gap): fenced and back, as KRaft fences a broker's old registration when it registers again.
+    They leave the ISR (the last member stays) and one that led hands over under a new epoch; its
+    new life may lack what the old one appended and never made durable."""
+    if not replicas:
+        return reg
+    return reconcile(reconcile(reg, [r for r in alive if r not in replicas]), alive)
+
+
 def lost_log(reg: PartitionRegistration, replica: int, alive: Collection[int]) -> PartitionRegistration:
     """`replica` came back with an empty log where it had one: it is out of the ISR, whatever it
     was, and leads only after it has caught up and the leader added it again."""

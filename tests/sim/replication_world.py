@@ -6,7 +6,7 @@ epoch cache) and the controller the real registration changes (reconcile, lost_l
 alter_partition); what is simulated is what hosts them: each replica's log is a list of
 (leader epoch, record id) kept by offset, as durable as the log's fsync makes it (a crash loses
 nothing; a wiped data directory loses everything), and every message between them travels a
-network that delivers in any order, delays, and drops.
+network that delivers in any order, delays, drops and duplicates.
 
 The partition starts on replicas 0, 1 and 2 of four nodes; reassignments move it among them
 (KIP-455: the new replicas catch up and join the ISR, then the leaving ones delete their logs).
@@ -20,7 +20,7 @@ and isolations (a replica cut off from the others but not from the controller).
 Kafka's invariants, after every step:
 - no committed record is lost: what any leader exposed below its high watermark is one log
   (`committed`), every acks=all write answered as written is in it, and every replica of the
-  controller's ISR agrees with it as far as both go;
+  controller's ISR holds all of it;
 - the high watermark the registered leader exposes never goes back;
 - no two replicas accept writes for one leader epoch;
 - a replica's leader epochs never decrease along its log.
@@ -46,6 +46,7 @@ from cluster.replication.registration import (
     lost_log,
     reassign,
     reconcile,
+    restarted,
 )
 from tests.sim import harness
 from tests.sim.harness import Harness, Violation
@@ -133,8 +134,8 @@ class ReplicationWorld(Harness):
     # small): slow metadata and a lossy network make zombie leaders and answers lost after they
     # took effect common in some seeds, rare in others.
     WEIGHTS = {"produce": 15, "deliver": 35, "fetch": 20, "tick": 6, "clock": 8, "controller": 5,
-               "metadata": 7, "drop": 1.5, "recover": 1.5, "fault": 1, "reassign": 0.5}
-    SPREAD = {"metadata": (0.1, 1.0), "drop": (0.3, 4.0), "controller": (0.3, 1.5), "fault": (0.5, 2.0),
+               "metadata": 7, "drop": 1.5, "duplicate": 1.5, "recover": 1.5, "fault": 1, "reassign": 0.5}
+    SPREAD = {"metadata": (0.1, 1.0), "drop": (0.3, 4.0), "duplicate": (0.0, 3.0), "controller": (0.3, 1.5), "fault": (0.5, 2.0),
               "clock": (0.5, 2.0), "reassign": (0.0, 2.0)}
 
     def _draw_weights(self) -> tuple[list[str], list[float]]:
@@ -163,6 +164,8 @@ class ReplicationWorld(Harness):
             self.metadata(self.rng.choice(NODES))
         elif event == "drop":
             self.drop()
+        elif event == "duplicate":
+            self.duplicate()
         elif event == "recover":
             self.recover()
         elif event == "reassign":
@@ -268,7 +271,7 @@ class ReplicationWorld(Harness):
             return
         if r.fetch_sent is not None and self.now() - r.fetch_sent[1] < FETCH_RETRY_MS:
             return
-        position = r.follower.position()
+        position = r.follower.start_fetch()
         r.fetch_sent = (position, self.now())
         self.send(Message(rid, r.follower.leader, "fetch", (position, r.incarnation)))
 
@@ -325,6 +328,13 @@ class ReplicationWorld(Harness):
             m = self.network.pop(self.rng.randrange(len(self.network)))
             self.trace.append(f"drop {m.kind} {m.src}->{m.dst}")
 
+    def duplicate(self) -> None:
+        """A message delivered twice (a call retried after its answer was lost, as Ray may)."""
+        if self.network:
+            m = self.rng.choice(self.network)
+            self.network.append(Message(m.src, m.dst, m.kind, m.body))
+            self.trace.append(f"duplicate {m.kind} {m.src}->{m.dst}")
+
     def leader_fetch(self, r: Replica, follower: int, position: FetchPosition, incarnation: int) -> None:
         if r.leader is None:
             verdict, records = FetchVerdict(ErrorCode.not_leader_or_follower), []
@@ -341,7 +351,7 @@ class ReplicationWorld(Harness):
 
     def follower_fetched(self, r: Replica, leader: int, position: FetchPosition, verdict: FetchVerdict, records) -> None:
         f = r.follower
-        if f is None or leader != f.leader or not f.accepts(position):
+        if f is None or leader != f.leader or not f.take(position):
             return
         r.fetch_sent = None
         if verdict.diverging_epoch is not None:
@@ -383,8 +393,9 @@ class ReplicationWorld(Harness):
             r.id: r.incarnation for r in self.replicas.values()
             if r.up and (r.paused_since is None or now - r.paused_since < SESSION_TIMEOUT_MS)
         }
+        back = [r for r, incarnation in alive.items() if self.controller_alive.get(r, incarnation) != incarnation]
         self.controller_alive = alive
-        self._register(reconcile(reg, alive), f"controller sees {sorted(alive)} alive")
+        self._register(reconcile(restarted(reg, back, alive), alive), f"controller sees {sorted(alive)} alive")
 
     def reassign(self) -> None:
         """An operator (or the balancer) moves the partition to three of the nodes, in some order."""
@@ -477,10 +488,11 @@ class ReplicationWorld(Harness):
             if committed_ids.get(i) != offset:
                 raise Violation(f"acknowledged record {i} (offset {offset}) is not in the committed log")
         for rid in self.registration.isr:
+            # Every member of the ISR holds everything committed: it is what an election may pick.
             r = self.replicas[rid]
-            n = min(len(r.log), len(self.committed))
-            if r.log[:n] != self.committed[:n]:
-                raise Violation(f"replica {rid} of the ISR {self.registration.isr} disagrees with the committed log")
+            if r.log[: len(self.committed)] != self.committed:
+                raise Violation(f"replica {rid} of the ISR {self.registration.isr} lacks or disagrees with "
+                                f"the committed log ({len(r.log)} of {len(self.committed)} records)")
         for r in self.replicas.values():
             self._check_epochs(r)
 

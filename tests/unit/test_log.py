@@ -413,3 +413,18 @@ def test_a_replicated_append_leaves_a_partial_batch_out(path: Path) -> None:
     rb.assign_offset(cut, 1, 0)
     headers = log.append_replicated(bytes(whole) + bytes(cut)[:-3])
     assert [h.base_offset for h in headers] == [0] and log.end_offset == 1
+
+
+def test_a_replica_truncation_cuts_the_batch_holding_the_offset_and_is_no_recovery_problem(path: Path) -> None:
+    log = PartitionLog.open(path, SMALL)
+    log.append([batch([(b"a", b"1"), (b"b", b"2"), (b"c", b"3")])], leader_epoch=1)  # offsets 0..2
+    log.append([one(4), one(5)], leader_epoch=1)  # 3, 4
+    log.truncate_replica(4)
+    assert log.end_offset == 4
+    log.truncate_replica(1)  # inside the first batch: all of it goes, Kafka's truncateTo
+    assert log.end_offset == 0
+    assert log.recovery.truncated is False
+    log.truncate_replica(0)  # nothing left: nothing to do
+    assert log.end_offset == 0
+    log.append([one(6)], leader_epoch=2)
+    assert [rb.parse_header(b).base_offset for b in log.batches()] == [0]

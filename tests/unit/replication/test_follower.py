@@ -23,7 +23,7 @@ def entries(state: FollowerState) -> list[tuple[int, int]]:
     return [(e.epoch, e.start_offset) for e in state.epochs.entries]
 
 
-# -- position / accepts ---------------------------------------------------------------------------
+# -- position / take ---------------------------------------------------------------------------
 
 
 def test_position_fetches_from_the_log_end_with_the_last_epoch_held():
@@ -35,26 +35,55 @@ def test_position_of_an_empty_log_has_no_last_fetched_epoch():
     assert state.position() == FetchPosition(0, UNDEFINED_EPOCH, LEADER_EPOCH)
 
 
-def test_accepts_an_answer_to_the_current_position():
+def test_takes_the_answer_to_the_fetch_in_flight_once():
     state = follower()
-    assert state.accepts(state.position())
+    sent = state.start_fetch()
+    assert sent == FetchPosition(3, 4, LEADER_EPOCH, 1)
+    assert state.take(sent)
+    assert not state.take(sent)  # a duplicate of the same answer
+
+
+def test_drops_the_answer_to_a_fetch_sent_before_the_one_in_flight():
+    state = follower()
+    first = state.start_fetch()
+    second = state.start_fetch()  # sent again after a timeout: same position, a new fetch
+    assert (first.fetch_offset, first.last_fetched_epoch) == (second.fetch_offset, second.last_fetched_epoch)
+    assert not state.take(first)
+    assert state.take(second)
+
+
+def test_a_position_that_was_never_sent_is_not_taken():
+    state = follower()
+    assert not state.take(state.position())
 
 
 def test_drops_an_answer_sent_under_another_leader_epoch():
     state = follower()
-    sent = state.position()
+    sent = state.start_fetch()
     state.leader_epoch += 1
-    assert not state.accepts(sent)
+    assert not state.take(sent)
 
 
 def test_drops_an_answer_sent_from_an_offset_the_log_has_left():
     state = follower()
-    sent = state.position()
+    sent = state.start_fetch()
     state.appended([(4, 3, 4)], 0)
-    assert not state.accepts(sent)
-    sent = state.position()
+    assert not state.take(sent)
+    sent = state.start_fetch()
     state.truncated(2)
-    assert not state.accepts(sent)
+    assert not state.take(sent)
+
+
+def test_a_stale_diverging_answer_cannot_cut_a_refilled_log():
+    """The review's case: truncate on a diverging answer, refill to the same offset, then a second
+    copy of that diverging answer arrives. It must be dropped."""
+    state = follower()
+    sent = state.start_fetch()
+    assert state.take(sent)
+    state.truncated(2)
+    state.appended([(LEADER_EPOCH, 2, 2)], 3)  # refilled to offset 3, as `sent` was
+    assert state.log_end_offset == sent.fetch_offset
+    assert not state.take(sent)
 
 
 def test_initial_high_watermark_is_capped_at_the_log_end():
@@ -215,10 +244,10 @@ def sync(state: FollowerState, leader: LeaderState) -> list[int]:
     """Fetch until the leader answers with records; the offsets truncated to on the way."""
     cuts = []
     for _ in range(10):
-        sent = state.position()
+        sent = state.start_fetch()
         verdict = leader.follower_fetch(2, 20, sent.current_leader_epoch, sent.fetch_offset, sent.last_fetched_epoch, 0)
         assert verdict.error is ErrorCode.none
-        assert state.accepts(sent)
+        assert state.take(sent)
         if verdict.read:
             return cuts
         cut = state.truncation_offset(*verdict.diverging_epoch)

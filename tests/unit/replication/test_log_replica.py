@@ -12,7 +12,7 @@ from cluster.log import PartitionLog
 from cluster.recordbatch import BatchError, parse_header
 from cluster.replication.log_replica import LogReplica, ReplicaFetched, ReplicationConfig
 from cluster.replication.registration import PartitionRegistration, alter_partition, reconcile
-from tests.unit.log_helpers import SMALL, one, split
+from tests.unit.log_helpers import COMPACTED, SMALL, batch, one, split
 
 CONFIG = ReplicationConfig(min_insync_replicas=2, lag_time_max_ms=1_000, fetch_max_bytes=1 << 20)
 T0 = 1_000_000
@@ -40,7 +40,7 @@ class Trio:
 
     def produce(self, n: int = 1) -> int:
         """n one-record batches through the leader, acks=all; the end offset to wait for."""
-        error, _ = self.leader().append([one(i) for i in range(n)], None, acks_all=True, now_ms=self.now)
+        error, _, self.epoch = self.leader().append([one(i) for i in range(n)], None, acks_all=True, now_ms=self.now)
         assert error is ErrorCode.none
         return self.leader().log.end_offset
 
@@ -77,9 +77,9 @@ def batches(replica: LogReplica) -> list[tuple[int, int, bytes]]:
 def test_followers_hold_the_leaders_batches_and_the_high_watermark_follows(tmp_path):
     trio = Trio(tmp_path)
     end = trio.produce(3)
-    assert trio.leader().acks_all_reached(end) is None  # no follower has it yet
+    assert trio.leader().acks_all_reached(end, trio.epoch) is None  # no follower has it yet
     trio.replicate()
-    assert trio.leader().acks_all_reached(end) is ErrorCode.none
+    assert trio.leader().acks_all_reached(end, trio.epoch) is ErrorCode.none
     assert trio.leader().high_watermark == end
     assert batches(trio.replicas[1]) == batches(trio.replicas[0]) == batches(trio.replicas[2])
     assert trio.replicas[1].high_watermark == end
@@ -102,7 +102,7 @@ def test_a_new_leaders_followers_cut_the_tail_it_never_had(tmp_path):
     assert trio.replicas[2].log.end_offset == committed
     end = trio.produce(1)  # epoch 1's first batch, at the offset 2 held epoch 0's tail
     trio.replicate(only=(1, 2))
-    assert trio.leader().acks_all_reached(end) is ErrorCode.none
+    assert trio.leader().acks_all_reached(end, trio.epoch) is ErrorCode.none
     assert batches(trio.replicas[1]) == batches(trio.replicas[2])
     assert [epoch for _, epoch, _ in batches(trio.replicas[2])][-1] == trio.registration.leader_epoch == 1
 
@@ -145,7 +145,9 @@ def test_a_corrupt_replicated_batch_is_refused_and_appends_nothing(tmp_path):
     with pytest.raises(BatchError):
         follower.apply_fetched(fetch, bad)
     assert follower.log.end_offset == 0
-    assert follower.apply_fetched(fetch, answer) is ErrorCode.none
+    assert follower.apply_fetched(fetch, answer) is ErrorCode.none  # that fetch is spent: dropped
+    assert follower.log.end_offset == 0
+    assert trio.fetch_once(1) is ErrorCode.none  # the next fetch brings the batches whole
     assert follower.log.end_offset == 2
 
 
@@ -168,12 +170,74 @@ def test_acks_all_is_refused_with_too_small_an_isr(tmp_path):
     change = trio.leader().leader.maybe_shrink_isr(trio.now)
     assert change is not None and change.new_isr == (0,)
     trio.commit(change)
-    error, offsets = trio.leader().append([one(9)], None, acks_all=True, now_ms=trio.now)
+    error, offsets, _ = trio.leader().append([one(9)], None, acks_all=True, now_ms=trio.now)
     assert error is ErrorCode.not_enough_replicas and offsets == []
     assert trio.leader().append([one(9)], None, acks_all=False, now_ms=trio.now)[0] is ErrorCode.none
 
 
 def test_a_follower_cannot_append_as_leader(tmp_path):
     trio = Trio(tmp_path)
-    error, _ = trio.replicas[1].append([one(1)], None, acks_all=True, now_ms=trio.now)
+    error, _, _ = trio.replicas[1].append([one(1)], None, acks_all=True, now_ms=trio.now)
     assert error is ErrorCode.not_leader_or_follower
+
+
+def test_a_write_cut_while_its_replica_followed_is_not_acknowledged_when_it_leads_again(tmp_path):
+    """The review's case: a leader demoted, its unreplicated write truncated, then elected again
+    must not report that write acknowledged when the high watermark passes its offset."""
+    trio = Trio(tmp_path)
+    trio.produce(1)
+    trio.replicate()
+    end = trio.produce(1)  # only 0 has it
+    epoch = trio.epoch
+    trio.registration = reconcile(trio.registration, alive={1, 2})
+    trio.apply_all()  # 1 leads; 0 follows and will cut its tail
+    trio.produce(2)
+    trio.replicate(only=(0, 1, 2))
+    trio.registration = reconcile(reconcile(trio.registration, alive={0, 2}), alive={0, 2})
+    trio.apply_all()
+    assert trio.registration.leader == 0
+    trio.produce(1)
+    trio.replicate(only=(0, 2))
+    assert trio.leader().high_watermark >= end
+    assert trio.leader().acks_all_reached(end, epoch) is ErrorCode.not_leader_or_follower
+
+
+def test_an_older_registration_is_ignored(tmp_path):
+    trio = Trio(tmp_path)
+    old = trio.registration
+    trio.registration = reconcile(trio.registration, alive={1, 2})
+    trio.apply_all()
+    trio.replicas[0].apply(old, trio.now)  # overtaken push: 0 led epoch 0
+    assert trio.replicas[0].leader is None and trio.replicas[0].follower.leader == 1
+
+
+def test_the_epoch_history_outlives_a_compaction_that_drops_an_epochs_first_batch(tmp_path):
+    """The review's case: compaction removes the batch an epoch started with; the batch headers
+    would then date the epoch later (or lose it), the checkpoint keeps it."""
+    path = tmp_path / "compacted"
+    replica = LogReplica(0, 0, PartitionLog.open(path, COMPACTED), CONFIG)
+    replica.apply(PartitionRegistration((0,), (0,), 0, 3, 0), T0)
+    replica.append([batch([(b"x", b"1")])], None, acks_all=False, now_ms=T0)  # epoch 3 at 0
+    replica.apply(PartitionRegistration((0,), (0,), 0, 4, 1), T0)
+    replica.append([batch([(b"y", b"1")])], None, acks_all=False, now_ms=T0)  # epoch 4 starts at 1
+    for i in range(40):  # supersede y@1 and roll segments so compaction has closed ones to clean
+        replica.append([batch([(b"y", b"%d" % i)])], None, acks_all=False, now_ms=T0)
+    history = replica.epochs.entries
+    assert [(e.epoch, e.start_offset) for e in history] == [(3, 0), (4, 1)]
+    replica.log.compact(T0)
+    headers = [(h.partition_leader_epoch, h.base_offset) for h in replica.log.batch_headers()]
+    assert (4, 1) not in headers  # the batch epoch 4 began with is gone
+    replica.log.close()
+    reopened = LogReplica(0, 0, PartitionLog.open(path, COMPACTED), CONFIG)
+    assert reopened.epochs.entries == history
+
+
+def test_epochs_appended_after_the_checkpoints_last_write_are_read_back_from_the_headers(tmp_path):
+    trio = Trio(tmp_path)
+    trio.produce(2)
+    trio.replicate()
+    follower = trio.replicas[1]
+    follower.log.write_epoch_history([])  # as if the process died before writing the new epoch
+    follower.log.close()
+    reopened = trio.open(1)
+    assert [(e.epoch, e.start_offset) for e in reopened.epochs.entries] == [(0, 0)]

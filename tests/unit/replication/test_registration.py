@@ -13,6 +13,7 @@ from cluster.replication.registration import (
     lost_log,
     reassign,
     reconcile,
+    restarted,
 )
 
 
@@ -439,3 +440,24 @@ def test_the_leaving_leaders_loss_mid_reassignment_elects_a_target_first():
     moved, _ = reassign(reg(isr=(1, 3, 2)), (4, 3, 2), ALIVE)
     after = reconcile(moved, {2: 0, 3: 0, 4: 0})
     assert after.leader == 3 and after.reassigning  # 4 is not in sync yet; 3 is the first target in the ISR
+
+
+# -- restarts between the controller's looks -----------------------------------------------------
+
+
+def test_a_leader_that_restarted_unseen_hands_over_under_a_new_epoch():
+    start = reg()
+    after = restarted(start, [1], {1, 2, 3})
+    assert after.leader == 2 and after.leader_epoch == start.leader_epoch + 1
+    assert after.isr == (2, 3)
+
+
+def test_a_restarted_last_isr_member_keeps_its_claim_and_leads_again_under_a_new_epoch():
+    start = reg(isr=(1,))
+    after = restarted(start, [1], {1, 2, 3})
+    assert (after.isr, after.leader) == ((1,), 1) and after.leader_epoch > start.leader_epoch
+
+
+def test_nobody_restarted_changes_nothing():
+    start = reg()
+    assert restarted(start, [], {1, 2, 3}) is start
