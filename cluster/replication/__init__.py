@@ -15,6 +15,7 @@ and a network that reorders and drops.
   watermark, acks=all (Kafka's Partition).
 - follower.py: the follower's side: where to fetch from, truncation on a diverging epoch
   (KIP-320), its high watermark (Kafka's AbstractFetcherThread / ReplicaFetcherThread).
-- log_replica.py: one replica over its PartitionLog, the state machines joined to the bytes (the
-  one module here that does I/O).
+- log_replica.py: one replica over its PartitionLog, the state machines joined to the bytes;
+- manager.py: the replicas one process holds, in asyncio: fetchers, acks=all waits, ISR changes
+  sent to the controller (Kafka's ReplicaManager). These two do I/O; the rest is pure.
 """

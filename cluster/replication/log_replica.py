@@ -164,6 +164,16 @@ class LogReplica:
         answer = ReplicaFetched(ErrorCode.none, verdict.high_watermark, verdict.log_start_offset, records=records)
         return answer, self.leader.maybe_expand_isr(fetch.replica)
 
+    def isr_change_answered(self, request: AlterPartition, error: ErrorCode,
+                            registration: PartitionRegistration | None, now_ms: int) -> None:
+        """The controller's answer to this leader's ISR change; a registration it committed is
+        the newest this replica knows (a later push of it is not applied twice)."""
+        if self.leader is None:
+            return
+        self.leader.isr_change_answered(request, error, registration, now_ms)
+        if error is ErrorCode.none and registration is not None and registration.leader_epoch == self.leader.leader_epoch:
+            self.partition_epoch = max(self.partition_epoch, registration.partition_epoch)
+
     # -- the follower ----------------------------------------------------------------------------
 
     def next_fetch(self) -> ReplicaFetch | None:

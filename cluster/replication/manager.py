@@ -1,0 +1,334 @@
+"""ReplicaManager: the replicas one process holds, leading some partitions and following others.
+
+Kafka's ReplicaManager with its fetcher threads, in asyncio (no Ray: the links to other replicas'
+hosts and to the controller are given to it, and the actor shells supply ones that cross Ray):
+- `apply` takes the controller's registrations: opens logs, makes each replica leader or
+  follower (LogReplica.apply), and starts one fetcher per leader this host follows, as Kafka runs
+  a fetcher thread per source broker: one call carries every partition it follows from there;
+- `append` writes as the leader and, for acks=all, answers once the high watermark passes the
+  write (or says why not), within the request's timeout;
+- `replica_fetch` answers a follower host's fetch, waiting up to its max wait for something new
+  (Kafka's DelayedFetch for followers), and sends the ISR changes the fetches call for;
+- `read` serves consumers below the high watermark;
+- a timer drops lagging ISR members (Kafka's isr-expiration task), and ISR changes go to the
+  controller one at a time per partition, sent again until it answers.
+
+Threads: every call into a replica (its log's writes and reads for followers, and every change of
+its leader or follower state) runs on the manager's one I/O thread, in the order the event loop
+sends them, so none overlaps another (LogReplica's docstring); the loop itself only reads settled
+numbers (a high watermark, a leader epoch) to decide when to answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from kio.schema.errors import ErrorCode
+
+from kernel.clock import Clock
+
+from cluster.log import LogConfig, PartitionLog
+from cluster.replication.log_replica import LogReplica, ReplicaFetch, ReplicaFetched, ReplicationConfig
+from cluster.replication.registration import AlterPartition, PartitionRegistration
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+
+
+class LeaderLink(Protocol):
+    async def replica_fetch(self, items: list[tuple[TP, ReplicaFetch]], max_wait_ms: int) -> list[ReplicaFetched]: ...
+
+
+class ControllerLink(Protocol):
+    async def alter_partition(
+        self, tp: TP, request: AlterPartition
+    ) -> tuple[ErrorCode, PartitionRegistration | None]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FetcherConfig:
+    max_wait_ms: int = 500  # replica.fetch.wait.max.ms
+    backoff_ms: int = 1_000  # replica.fetch.backoff.ms
+    alter_retry_ms: int = 500  # how soon an unanswered ISR change is sent again
+
+
+class ReplicaManager:
+    def __init__(
+        self,
+        replica_id: int,
+        incarnation: int,
+        data_dir: Path,
+        log_config: LogConfig,
+        config: ReplicationConfig,
+        clock: Clock,
+        leader_link: Callable[[int], LeaderLink],
+        controller: ControllerLink,
+        fetcher: FetcherConfig = FetcherConfig(),
+    ) -> None:
+        self.replica_id = replica_id
+        self.incarnation = incarnation
+        self.data_dir = Path(data_dir)
+        self.log_config = log_config
+        self.config = config
+        self.clock = clock
+        self.leader_link = leader_link
+        self.controller = controller
+        self.fetcher = fetcher
+        # One thread: every replica call runs on it, one at a time (the module docstring).
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"replicas-{replica_id}")
+        self.replicas: dict[TP, LogReplica] = {}
+        self._changed: dict[TP, asyncio.Event] = {}  # set when a partition's log or high watermark moves
+        self._fetchers: dict[int, asyncio.Task] = {}  # by the leader they fetch from
+        self._alters: dict[TP, asyncio.Task] = {}
+        self._expiry: asyncio.Task | None = None
+        self._closed = False
+
+    # -- the controller's word -------------------------------------------------------------------
+
+    async def apply(self, registrations: dict[TP, PartitionRegistration]) -> None:
+        """Open what is new, make each replica what its registration says, and (re)start fetchers."""
+        for tp, registration in registrations.items():
+            if self.replica_id not in registration.replicas:
+                await self._remove(tp)
+                continue
+            replica = self.replicas.get(tp)
+            if replica is None:
+                path = self.data_dir / f"{tp[0]}-{tp[1]}"
+                opened = await self._io(PartitionLog.open, path, self.log_config)
+                replica = await self._io(LogReplica, self.replica_id, self.incarnation, opened, self.config)
+                self.replicas[tp] = replica
+                self._changed[tp] = asyncio.Event()
+            await self._io(replica.apply, registration, self.clock.now_ms())
+            self._notify(tp)
+        self._start_fetchers()
+        if self._expiry is None:
+            self._expiry = asyncio.ensure_future(self._expire_isr())
+
+    async def _remove(self, tp: TP) -> None:
+        """Left the assignment (a completed reassignment): Kafka's StopReplica with deletion."""
+        replica = self.replicas.pop(tp, None)
+        event = self._changed.pop(tp, None)
+        if event is not None:
+            event.set()  # waiters find the partition gone
+        task = self._alters.pop(tp, None)
+        if task is not None:
+            task.cancel()
+        if replica is not None:
+            await self._io(replica.log.delete)
+
+    # -- the leader ------------------------------------------------------------------------------
+
+    async def append(
+        self, tp: TP, batches: Sequence[bytearray], acks_all: bool, timeout_ms: int
+    ) -> tuple[ErrorCode, list[int]]:
+        """Append as the leader: (error, base offsets). acks=all waits for the high watermark
+        (REQUEST_TIMED_OUT after timeout_ms, as Kafka's DelayedProduce)."""
+        replica = self.replicas.get(tp)
+        if replica is None:
+            return ErrorCode.not_leader_or_follower, []
+        error, offsets, epoch = await self._io(replica.append, batches, None, acks_all, self.clock.now_ms())
+        self._notify(tp)
+        if error is not ErrorCode.none or not acks_all:
+            return error, offsets
+        end = replica.log.end_offset
+        answer = await self._wait(tp, lambda: self._reached(tp, end, epoch), timeout_ms)
+        return (answer if answer is not None else ErrorCode.request_timed_out), offsets
+
+    def _reached(self, tp: TP, end: int, epoch: int) -> ErrorCode | None:
+        replica = self.replicas.get(tp)
+        if replica is None:
+            return ErrorCode.not_leader_or_follower
+        return replica.acks_all_reached(end, epoch)
+
+    def read(self, tp: TP, offset: int, max_bytes: int) -> tuple[ErrorCode, int, bytes]:
+        """A consumer's read: (error, high watermark, whole batches below it). Reads may run beside
+        the I/O thread's writes (PartitionLog's rules)."""
+        replica = self.replicas.get(tp)
+        leader = replica.leader if replica is not None else None
+        if replica is None or leader is None:
+            return ErrorCode.not_leader_or_follower, -1, b""
+        visible = leader.visible_high_watermark
+        if visible is None:
+            return ErrorCode.none, -1, b""  # a new leader that cannot yet vouch for its high watermark
+        if offset > visible or offset < replica.log.log_start_offset:
+            return ErrorCode.offset_out_of_range, visible, b""
+        if offset == visible:
+            return ErrorCode.none, visible, b""
+        return ErrorCode.none, visible, replica.log.read(offset, max_bytes, up_to=visible - 1)
+
+    async def replica_fetch(self, items: list[tuple[TP, ReplicaFetch]], max_wait_ms: int) -> list[ReplicaFetched]:
+        """A follower host's fetch of several partitions: answered when any has records or an
+        error, or after max_wait_ms (each answer records the follower's progress)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait_ms / 1000
+        while True:
+            # The events to wait on are taken before the answers are read: a change after the
+            # read sets one of them, so it is not missed.
+            events = [self._changed[tp] for tp, _ in items if tp in self._changed]
+            answers, changes, moved = await self._io(self._answer_all, items)
+            for tp, change in changes:
+                self._send_alter(tp, change)
+            for tp in moved:
+                self._notify(tp)
+            if any(a.records or a.error_code is not ErrorCode.none or a.diverging for a in answers):
+                return answers
+            remaining = deadline - loop.time()
+            if remaining <= 0 or not events:
+                return answers
+            waiters = [asyncio.ensure_future(e.wait()) for e in events]
+            try:
+                await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for w in waiters:
+                    w.cancel()
+
+    def _answer_all(self, items: list[tuple[TP, ReplicaFetch]]):
+        """On the I/O thread: each partition's answer, the ISR changes to send, and the partitions
+        whose high watermark moved."""
+        answers: list[ReplicaFetched] = []
+        changes: list[tuple[TP, AlterPartition]] = []
+        moved: list[TP] = []
+        now = self.clock.now_ms()
+        for tp, fetch in items:
+            replica = self.replicas.get(tp)
+            if replica is None:
+                answers.append(ReplicaFetched(ErrorCode.not_leader_or_follower))
+                continue
+            before = replica.leader.high_watermark if replica.leader is not None else -1
+            answer, change = replica.answer_fetch(fetch, now)
+            answers.append(answer)
+            if change is not None:
+                changes.append((tp, change))
+            if replica.leader is not None and replica.leader.high_watermark != before:
+                moved.append(tp)
+        return answers, changes, moved
+
+    async def _expire_isr(self) -> None:
+        """Kafka's isr-expiration task: every half lag time, drop the members that fell behind."""
+        period = max(self.config.lag_time_max_ms / 2000, 0.01)
+        while not self._closed:
+            await asyncio.sleep(period)
+            for tp, change in await self._io(self._shrinks):
+                self._send_alter(tp, change)
+
+    def _shrinks(self) -> list[tuple[TP, AlterPartition]]:
+        now = self.clock.now_ms()
+        changes = []
+        for tp, replica in list(self.replicas.items()):
+            if replica.leader is not None:
+                change = replica.leader.maybe_shrink_isr(now)
+                if change is not None:
+                    changes.append((tp, change))
+        return changes
+
+    def _send_alter(self, tp: TP, request: AlterPartition) -> None:
+        if tp not in self._alters or self._alters[tp].done():
+            self._alters[tp] = asyncio.ensure_future(self._alter(tp, request))
+
+    async def _alter(self, tp: TP, request: AlterPartition) -> None:
+        """Send the change until the controller answers it, then give the leader the answer."""
+        while not self._closed:
+            replica = self.replicas.get(tp)
+            if replica is None or replica.leader is None or replica.leader.pending != request:
+                return
+            try:
+                error, registration = await self.controller.alter_partition(tp, request)
+            except Exception:  # the controller is away (restarting): send again
+                log.debug("AlterPartition for %s-%s not answered; sending again", *tp, exc_info=True)
+                await asyncio.sleep(self.fetcher.alter_retry_ms / 1000)
+                continue
+            replica = self.replicas.get(tp)
+            if replica is not None:
+                await self._io(replica.isr_change_answered, request, error, registration, self.clock.now_ms())
+                self._notify(tp)
+            return
+
+    # -- the follower ----------------------------------------------------------------------------
+
+    def _start_fetchers(self) -> None:
+        sources = {r.follower.leader for r in self.replicas.values() if r.follower is not None and r.follower.leader >= 0}
+        for source in sources:
+            task = self._fetchers.get(source)
+            if task is None or task.done():
+                self._fetchers[source] = asyncio.ensure_future(self._fetch_from(source))
+
+    async def _fetch_from(self, source: int) -> None:
+        """Kafka's ReplicaFetcherThread for one source: fetch every partition followed from it in
+        one call, apply the answers, again; back off after a failed call or an error answer."""
+        link = self.leader_link(source)
+        while not self._closed:
+            sent = await self._io(self._next_fetches, source)
+            if not sent:
+                return
+            try:
+                answers = await link.replica_fetch(sent, self.fetcher.max_wait_ms)
+            except Exception:  # the leader's host is away: the controller will say who leads next
+                log.debug("fetch from replica %s failed", source, exc_info=True)
+                await asyncio.sleep(self.fetcher.backoff_ms / 1000)
+                continue
+            errors = await self._io(self._apply_fetched, sent, answers)
+            for tp, _ in sent:
+                self._notify(tp)
+            if errors:
+                await asyncio.sleep(self.fetcher.backoff_ms / 1000)
+
+    def _next_fetches(self, source: int) -> list[tuple[TP, ReplicaFetch]]:
+        sent = []
+        for tp, replica in self.replicas.items():
+            if replica.follower is not None and replica.follower.leader == source:
+                fetch = replica.next_fetch()
+                if fetch is not None:
+                    sent.append((tp, fetch))
+        return sent
+
+    def _apply_fetched(self, sent: list[tuple[TP, ReplicaFetch]], answers: list[ReplicaFetched]) -> int:
+        errors = 0
+        for (tp, fetch), answer in zip(sent, answers):
+            replica = self.replicas.get(tp)
+            if replica is not None and replica.apply_fetched(fetch, answer) is not ErrorCode.none:
+                errors += 1
+        return errors
+
+    # -- plumbing --------------------------------------------------------------------------------
+
+    def _notify(self, tp: TP) -> None:
+        event = self._changed.get(tp)
+        if event is not None:
+            event.set()
+            self._changed[tp] = asyncio.Event()
+
+    async def _wait(self, tp: TP, check: Callable[[], ErrorCode | None], timeout_ms: int) -> ErrorCode | None:
+        """check() until it answers, re-checking whenever the partition changes; None on timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        while True:
+            event = self._changed.get(tp)
+            answer = check()
+            remaining = deadline - loop.time()
+            if answer is not None or remaining <= 0 or event is None:
+                return answer
+            try:
+                await asyncio.wait_for(event.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _io(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+    async def close(self) -> None:
+        self._closed = True
+        tasks = [*self._fetchers.values(), *self._alters.values(), *([self._expiry] if self._expiry else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for replica in self.replicas.values():
+            await self._io(replica.log.close)
+        self.replicas.clear()
+        self.executor.shutdown(wait=True)

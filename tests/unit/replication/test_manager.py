@@ -1,0 +1,207 @@
+"""ReplicaManager: three (and four) hosts in one event loop, each with real logs in its own
+directory, linked in-process, and a controller that keeps the registrations with the real
+registration functions and pushes them to the hosts. The product's links cross Ray; these call the
+other manager directly, and a closed host answers nothing, as a dead actor does."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from cluster.log import LogConfig
+from cluster.runtime.wakeups import SystemClock
+from cluster.replication.log_replica import ReplicationConfig
+from cluster.replication.manager import FetcherConfig, ReplicaManager
+from cluster.replication.registration import PartitionRegistration, alter_partition, reassign, reconcile
+from tests.unit.log_helpers import one
+
+TP = ("orders", 0)
+CONFIG = ReplicationConfig(min_insync_replicas=2, lag_time_max_ms=400, fetch_max_bytes=1 << 20)
+FAST = FetcherConfig(max_wait_ms=50, backoff_ms=20, alter_retry_ms=20)
+
+
+class Gone(ConnectionError):
+    pass
+
+
+class Link:
+    def __init__(self, cluster: Cluster, replica: int) -> None:
+        self.cluster, self.replica = cluster, replica
+
+    async def replica_fetch(self, items, max_wait_ms):
+        manager = self.cluster.hosts.get(self.replica)
+        if manager is None:
+            await asyncio.sleep(0.01)
+            raise Gone(f"replica {self.replica} is gone")
+        return await manager.replica_fetch(items, max_wait_ms)
+
+
+class Cluster:
+    """The hosts and the controller's side: registrations, liveness, pushes."""
+
+    def __init__(self, tmp_path, replicas=(0, 1, 2)) -> None:
+        self.tmp_path = tmp_path
+        self.hosts: dict[int, ReplicaManager] = {}
+        self.incarnations: dict[int, int] = {}
+        self.registration = PartitionRegistration.new(replicas)
+
+    def alive(self) -> dict[int, int]:
+        return {r: self.incarnations[r] for r in self.hosts}
+
+    async def start(self, replica: int) -> ReplicaManager:
+        self.incarnations[replica] = self.incarnations.get(replica, -1) + 1
+        manager = ReplicaManager(
+            replica, self.incarnations[replica], self.tmp_path / str(replica), LogConfig(), CONFIG, SystemClock(),
+            lambda source: Link(self, source), self, FAST,
+        )
+        self.hosts[replica] = manager
+        await self.push()
+        return manager
+
+    async def stop(self, replica: int) -> None:
+        await self.hosts.pop(replica).close()
+        await self.register(reconcile(self.registration, self.alive()))
+
+    async def alter_partition(self, tp, request):
+        registration, error = alter_partition(self.registration, request, self.alive())
+        await self.register(registration)
+        return error, registration
+
+    async def register(self, registration: PartitionRegistration) -> None:
+        if registration != self.registration:
+            self.registration = registration
+            asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self.push()))
+
+    async def push(self) -> None:
+        registration = self.registration
+        for manager in list(self.hosts.values()):
+            await manager.apply({TP: registration})
+
+    def leader(self) -> ReplicaManager:
+        return self.hosts[self.registration.leader]
+
+    async def close(self) -> None:
+        for manager in list(self.hosts.values()):
+            await manager.close()
+
+
+async def until(predicate, timeout: float = 20.0) -> None:
+    """Wait for a state, polling (no fixed sleep decides a test)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("the state was not reached in time")
+        await asyncio.sleep(0.01)
+
+
+def log_bytes(manager: ReplicaManager) -> bytes:
+    log = manager.replicas[TP].log
+    return log.read(0, 1 << 30) if log.end_offset else b""
+
+
+def run(coroutine):
+    return asyncio.run(asyncio.wait_for(coroutine, 60))
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    return Cluster(tmp_path)
+
+
+def test_acks_all_is_answered_once_the_followers_hold_the_write(cluster):
+    async def main():
+        for r in (0, 1, 2):
+            await cluster.start(r)
+        error, offsets = await cluster.leader().append(TP, [one(1), one(2)], acks_all=True, timeout_ms=10_000)
+        assert (error, offsets) == (ErrorCode.none, [0, 1])
+        await until(lambda: all(log_bytes(m) == log_bytes(cluster.leader()) for m in cluster.hosts.values()))
+        error, hw, records = cluster.leader().read(TP, 0, 1 << 20)
+        assert error is ErrorCode.none and hw == 2 and records == log_bytes(cluster.leader())
+        await cluster.close()
+
+    run(main())
+
+
+def test_the_leaders_loss_elects_an_in_sync_follower_and_nothing_acknowledged_is_lost(cluster):
+    async def main():
+        for r in (0, 1, 2):
+            await cluster.start(r)
+        for i in range(5):
+            error, _ = await cluster.leader().append(TP, [one(i)], acks_all=True, timeout_ms=10_000)
+            assert error is ErrorCode.none
+        acknowledged = log_bytes(cluster.leader())
+        await cluster.stop(0)
+        assert cluster.registration.leader == 1 and cluster.registration.leader_epoch == 1
+        await until(lambda: cluster.hosts[1].replicas[TP].leader is not None)
+        error, offsets = await cluster.leader().append(TP, [one(9)], acks_all=True, timeout_ms=10_000)
+        assert (error, offsets) == (ErrorCode.none, [5])
+        assert log_bytes(cluster.leader()).startswith(acknowledged)
+        await until(lambda: log_bytes(cluster.hosts[2]) == log_bytes(cluster.hosts[1]))
+        # The old leader comes back as a follower and catches up.
+        await cluster.start(0)
+        await until(lambda: log_bytes(cluster.hosts[0]) == log_bytes(cluster.hosts[1]))
+        await until(lambda: set(cluster.registration.isr) == {0, 1, 2})
+        await cluster.close()
+
+    run(main())
+
+
+def test_acks_all_stops_when_the_isr_is_below_the_minimum(cluster):
+    async def main():
+        for r in (0, 1, 2):
+            await cluster.start(r)
+        assert (await cluster.leader().append(TP, [one(1)], acks_all=True, timeout_ms=10_000))[0] is ErrorCode.none
+        # Two followers stop fetching without the controller noticing (their hosts hang). Once the
+        # leader's log moves past them (an acks=1 write), it drops them from the ISR after the lag
+        # time (Kafka's isCaughtUp: a follower at the log end stays in sync), and acks=all is refused.
+        for r in (1, 2):
+            manager = cluster.hosts.pop(r)
+            await manager.close()
+        error, offsets = await cluster.leader().append(TP, [one(2)], acks_all=False, timeout_ms=10_000)
+        assert error is ErrorCode.none and offsets == [1]
+        await until(lambda: cluster.registration.isr == (0,))
+        error, _ = await cluster.leader().append(TP, [one(3)], acks_all=True, timeout_ms=10_000)
+        assert error is ErrorCode.not_enough_replicas
+        await cluster.close()
+
+    run(main())
+
+
+def test_an_unreplicated_acks_all_write_times_out(tmp_path):
+    async def main():
+        cluster = Cluster(tmp_path)
+        await cluster.start(0)  # the followers never come up: the ISR still names them
+        error, _ = await cluster.leader().append(TP, [one(1)], acks_all=True, timeout_ms=300)
+        assert error is ErrorCode.request_timed_out
+        error, hw, records = cluster.leader().read(TP, 0, 1 << 20)
+        assert (error, records) == (ErrorCode.none, b"")  # nothing committed is shown
+        await cluster.close()
+
+    run(main())
+
+
+def test_a_partition_moves_to_a_new_replica_by_copying_its_log(tmp_path):
+    async def main():
+        cluster = Cluster(tmp_path)
+        for r in (0, 1, 2):
+            await cluster.start(r)
+        for i in range(4):
+            assert (await cluster.leader().append(TP, [one(i)], acks_all=True, timeout_ms=10_000))[0] is ErrorCode.none
+        before = log_bytes(cluster.leader())
+        await cluster.start(3)
+        moved, error = reassign(cluster.registration, (3, 1, 2), cluster.alive())
+        assert error is ErrorCode.none
+        await cluster.register(moved)
+        await until(lambda: not cluster.registration.reassigning)
+        assert cluster.registration.replicas == (3, 1, 2) and cluster.registration.leader == 3
+        await until(lambda: TP not in cluster.hosts[0].replicas)
+        assert not (tmp_path / "0" / "orders-0").exists()  # the old replica deleted its log
+        await until(lambda: cluster.hosts[3].replicas[TP].leader is not None)
+        assert log_bytes(cluster.hosts[3]).startswith(before)
+        assert (await cluster.leader().append(TP, [one(9)], acks_all=True, timeout_ms=10_000))[0] is ErrorCode.none
+        await cluster.close()
+
+    run(main())
