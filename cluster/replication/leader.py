@@ -99,6 +99,7 @@ class LeaderState:
         self.replicas = registration.replicas
         self.isr: tuple[int, ...] = registration.isr
         self.pending: AlterPartition | None = None
+        self._proposals = 0  # AlterPartition.sequence
         # Kafka's effectiveMinIsr: a partition with fewer replicas than the setting needs them all.
         self.min_insync_replicas = min(min_insync_replicas, len(registration.replicas))
         self.lag_time_max_ms = lag_time_max_ms
@@ -158,7 +159,10 @@ class LeaderState:
 
     def _propose(self, new_isr: tuple[int, ...]) -> AlterPartition:
         incarnations = tuple(-1 if r == self.replica_id else self.followers[r].incarnation for r in new_isr)
-        self.pending = AlterPartition(self.replica_id, self.leader_epoch, self.partition_epoch, new_isr, incarnations)
+        self._proposals += 1
+        self.pending = AlterPartition(
+            self.replica_id, self.leader_epoch, self.partition_epoch, new_isr, incarnations, self._proposals
+        )
         return self.pending
 
     def isr_change_answered(
@@ -166,8 +170,9 @@ class LeaderState:
     ) -> None:
         """The controller's answer to `request` (Kafka's handleAlterPartitionUpdate / Error).
 
-        Committed: the ISR is what the controller recorded. INELIGIBLE_REPLICA: the controller
-        says the change was not applied, so the committed ISR stands. Any other error (a fenced
+        Committed: the ISR is what the controller recorded. INELIGIBLE_REPLICA or
+        OPERATION_NOT_ATTEMPTED: the controller says the change was not applied and never will be
+        (answer_alter_partition), so the committed ISR stands. Any other error (a fenced
         epoch, a partition epoch the controller moved past, perhaps by applying this very change
         whose first answer was lost) leaves the change pending, its replicas still counted, until
         the metadata brings the registration: dropping it could let the high watermark pass a
@@ -179,7 +184,7 @@ class LeaderState:
                 return
             self.pending = None
             self.metadata(registration, now_ms)
-        elif error is ErrorCode.ineligible_replica:
+        elif error in (ErrorCode.ineligible_replica, ErrorCode.operation_not_attempted):
             self.pending = None
         self._advance_high_watermark(now_ms)
 

@@ -79,6 +79,19 @@ class AlterPartition:
     # For each member of new_isr, the incarnation (Kafka's broker epoch) of its fetches the leader
     # judged it by; the controller refuses to add one that has restarted since.
     incarnations: tuple[int, ...]
+    # The leader's count of its proposals (a copy sent again keeps it): see `answer_alter_partition`.
+    sequence: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AlterAnswer:
+    """The controller's answer to one AlterPartition, kept (per partition) to answer copies of it."""
+
+    leader: int
+    leader_epoch: int
+    sequence: int
+    error: ErrorCode
+    registration: PartitionRegistration
 
 
 def _change(
@@ -187,3 +200,23 @@ def alter_partition(
             return reg, ErrorCode.ineligible_replica
     ordered = tuple(r for r in reg.replicas if r in new_isr)
     return _change(reg, ordered, alive), ErrorCode.none
+
+
+def answer_alter_partition(
+    reg: PartitionRegistration, request: AlterPartition, alive: Mapping[int, int], last: AlterAnswer | None
+) -> tuple[PartitionRegistration, AlterAnswer]:
+    """alter_partition, answering every copy of one request alike: a copy of the request last
+    answered (sent again after its answer was lost, or delivered twice) gets that same answer, and
+    one older than it (the leader has had its answer and moved on) is not applied
+    (OPERATION_NOT_ATTEMPTED, which that leader no longer waits for). Kafka has no copies (one
+    request in flight per partition, over TCP); here a call can be sent again, and a refused
+    request applied later, after its leader dropped it on the refusal, would put a replica in the
+    ISR that the leader's high watermark no longer waits for."""
+    if last is not None and (last.leader, last.leader_epoch) == (request.leader, request.leader_epoch):
+        if request.sequence == last.sequence:
+            return reg, last
+        if request.sequence < last.sequence:
+            return reg, AlterAnswer(request.leader, request.leader_epoch, request.sequence,
+                                    ErrorCode.operation_not_attempted, reg)
+    new, error = alter_partition(reg, request, alive)
+    return new, AlterAnswer(request.leader, request.leader_epoch, request.sequence, error, new)

@@ -40,9 +40,10 @@ from cluster.replication.follower import FetchPosition, FollowerState
 from cluster.replication.leader import FetchVerdict, LeaderState
 from cluster.replication.registration import (
     NO_LEADER,
+    AlterAnswer,
     AlterPartition,
     PartitionRegistration,
-    alter_partition,
+    answer_alter_partition,
     lost_log,
     reassign,
     reconcile,
@@ -106,6 +107,7 @@ class ReplicationWorld(Harness):
         self.registration = PartitionRegistration.new(REPLICAS)
         self.controller_alive: dict[int, int] = {r: 0 for r in NODES}  # replica -> its incarnation
         self.directories = {r: 0 for r in NODES}  # what the controller last heard from each
+        self.last_alter: AlterAnswer | None = None
         self.network: list[Message] = []
         self.record_ids = itertools.count()
         self.committed: list[tuple[int, int]] = []
@@ -224,6 +226,23 @@ class ReplicationWorld(Harness):
         r.up = True
         r.paused_since = None
         r.incarnation += 1
+        self.controller_register(r)
+
+    def controller_register(self, r: Replica) -> None:
+        """A replica that starts registers with the controller before it does anything else (a
+        Kafka broker's registration; in raygroups the controller starts the actor): its new
+        incarnation, and whether it still has its data directory. Until then the controller
+        judges AlterPartition by what it knew, which must not admit the new life on the old
+        one's fetches."""
+        reg = self.registration
+        if self.directories[r.id] != r.directory:
+            self.directories[r.id] = r.directory
+            reg = lost_log(reg, r.id, self.controller_alive)
+        known = self.controller_alive.get(r.id)
+        self.controller_alive = {**self.controller_alive, r.id: r.incarnation}
+        if known is not None and known != r.incarnation:
+            reg = restarted(reg, [r.id], self.controller_alive)
+        self._register(reconcile(reg, self.controller_alive), f"{r.id} registers (incarnation {r.incarnation})")
 
     def produce(self, rid: int) -> None:
         r = self.replicas[rid]
@@ -375,20 +394,16 @@ class ReplicationWorld(Harness):
     # -- the controller --------------------------------------------------------------------------
 
     def controller_alter(self, leader: int, request: AlterPartition) -> None:
-        reg, error = alter_partition(self.registration, request, self.controller_alive)
+        reg, answer = answer_alter_partition(self.registration, request, self.controller_alive, self.last_alter)
+        self.last_alter = answer
         self._register(reg, f"AlterPartition from {leader}")
-        self.send(Message(CONTROLLER, leader, "altered", (request, error, reg)))
+        self.send(Message(CONTROLLER, leader, "altered", (request, answer.error, answer.registration)))
 
     def controller_tick(self) -> None:
         """The controller's view of which replicas live: a crashed one at once (Ray reports the
-        actor dead), a paused one once its session lapsed; one that returns registers again,
-        saying whether it still has its data directory."""
+        actor dead), a paused one once its session lapsed (a restarted one registered itself)."""
         now = self.now()
         reg = self.registration
-        for r in self.replicas.values():
-            if r.up and self.directories[r.id] != r.directory:
-                self.directories[r.id] = r.directory
-                reg = lost_log(reg, r.id, self.controller_alive)
         alive = {
             r.id: r.incarnation for r in self.replicas.values()
             if r.up and (r.paused_since is None or now - r.paused_since < SESSION_TIMEOUT_MS)

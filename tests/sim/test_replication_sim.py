@@ -10,7 +10,12 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
-from cluster.replication.registration import reassign
+from cluster.replication import registration
+from cluster.replication.epochs import UNDEFINED_EPOCH
+from cluster.replication.follower import FollowerState
+from cluster.replication.leader import LeaderState
+from cluster.replication.registration import NO_LEADER, reassign
+from tests.sim.harness import Violation
 from tests.sim.replication_world import ReplicationWorld, run
 
 SEEDS = range(300)
@@ -184,3 +189,48 @@ def test_a_partition_moves_to_another_node_by_copying_its_log():
     settle(world, 20)
     world.heal_and_converge()
     assert world.replicas[3].log == world.replicas[1].log == world.replicas[2].log
+
+
+# -- planted bugs: the seeds must find them ---------------------------------------------------------
+
+
+def _finds_a_violation(seeds: range) -> str:
+    for seed in seeds:
+        try:
+            run(seed, steps=1000)
+        except Violation as exc:
+            return str(exc)
+    pytest.fail(f"no seed of {seeds} found the planted bug")
+
+
+def test_finds_an_unclean_election(monkeypatch):
+    """Planted: the controller elects any live replica, in sync or not (unclean election on)."""
+
+    def unclean(replicas, isr, alive):
+        return next((r for r in replicas if r in alive), NO_LEADER)
+
+    monkeypatch.setattr(registration, "_elect", unclean)
+    _finds_a_violation(range(60))
+
+
+def test_finds_a_leader_that_ignores_divergence(monkeypatch):
+    """Planted: the leader never tells a follower its log diverged (no KIP-320 check), so a
+    follower keeps a tail the leader never had."""
+    original = LeaderState.follower_fetch
+
+    def blind(self, replica, incarnation, current_leader_epoch, fetch_offset, last_fetched_epoch, now_ms):
+        return original(self, replica, incarnation, current_leader_epoch, fetch_offset, UNDEFINED_EPOCH, now_ms)
+
+    monkeypatch.setattr(LeaderState, "follower_fetch", blind)
+    _finds_a_violation(range(150))
+
+
+def test_finds_a_follower_that_takes_any_answer(monkeypatch):
+    """Planted: a follower applies every answer whose position still matches, duplicates and
+    answers to earlier fetches included (the bug the review found)."""
+
+    def credulous(self, sent):
+        return sent.current_leader_epoch == self.leader_epoch and sent.fetch_offset == self.log_end_offset
+
+    monkeypatch.setattr(FollowerState, "take", credulous)
+    _finds_a_violation(range(3000))

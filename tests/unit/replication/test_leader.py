@@ -1045,3 +1045,13 @@ def test_a_registration_without_this_leader_or_under_another_epoch_does_not_appl
     state = leader()
     done = PartitionRegistration((4, 2, 3), (4, 2, 3), 4, EPOCH + 1, state.partition_epoch + 1)
     assert state.metadata(done, T0) is False
+
+
+def test_operation_not_attempted_drops_the_pending_change_like_ineligible_replica():
+    state = leader(isr=(1, 2), min_isr=1)
+    fetch(state, 3, 10)
+    change = state.maybe_expand_isr(3)
+    assert change is not None and change.sequence == 1
+    state.isr_change_answered(change, ErrorCode.operation_not_attempted, None, T0)
+    assert state.pending is None
+    assert state.maybe_expand_isr(3).sequence == 2  # a new proposal, a new sequence

@@ -14,7 +14,7 @@ from cluster.log import LogConfig
 from cluster.runtime.wakeups import SystemClock
 from cluster.replication.log_replica import ReplicationConfig
 from cluster.replication.manager import FetcherConfig, ReplicaManager
-from cluster.replication.registration import PartitionRegistration, alter_partition, reassign, reconcile
+from cluster.replication.registration import PartitionRegistration, answer_alter_partition, reassign, reconcile
 from tests.unit.log_helpers import one
 
 TP = ("orders", 0)
@@ -46,6 +46,7 @@ class Cluster:
         self.hosts: dict[int, ReplicaManager] = {}
         self.incarnations: dict[int, int] = {}
         self.registration = PartitionRegistration.new(replicas)
+        self.last_alter = None
 
     def alive(self) -> dict[int, int]:
         return {r: self.incarnations[r] for r in self.hosts}
@@ -65,9 +66,9 @@ class Cluster:
         await self.register(reconcile(self.registration, self.alive()))
 
     async def alter_partition(self, tp, request):
-        registration, error = alter_partition(self.registration, request, self.alive())
+        registration, self.last_alter = answer_alter_partition(self.registration, request, self.alive(), self.last_alter)
         await self.register(registration)
-        return error, registration
+        return self.last_alter.error, self.last_alter.registration
 
     async def register(self, registration: PartitionRegistration) -> None:
         if registration != self.registration:

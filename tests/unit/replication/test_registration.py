@@ -10,6 +10,7 @@ from cluster.replication.registration import (
     AlterPartition,
     PartitionRegistration,
     alter_partition,
+    answer_alter_partition,
     lost_log,
     reassign,
     reconcile,
@@ -23,7 +24,8 @@ def reg(replicas=(1, 2, 3), isr=None, leader=None, leader_epoch=4, partition_epo
     return PartitionRegistration(tuple(replicas), isr, leader, leader_epoch, partition_epoch)
 
 
-def request(r: PartitionRegistration, new_isr, incarnations=None, *, leader=None, leader_epoch=None, partition_epoch=None):
+def request(r: PartitionRegistration, new_isr, incarnations=None, *, leader=None, leader_epoch=None, partition_epoch=None,
+            sequence=0):
     new_isr = tuple(new_isr)
     return AlterPartition(
         leader=r.leader if leader is None else leader,
@@ -31,6 +33,7 @@ def request(r: PartitionRegistration, new_isr, incarnations=None, *, leader=None
         partition_epoch=r.partition_epoch if partition_epoch is None else partition_epoch,
         new_isr=new_isr,
         incarnations=tuple(incarnations) if incarnations is not None else tuple(-1 for _ in new_isr),
+        sequence=sequence,
     )
 
 
@@ -461,3 +464,42 @@ def test_a_restarted_last_isr_member_keeps_its_claim_and_leads_again_under_a_new
 def test_nobody_restarted_changes_nothing():
     start = reg()
     assert restarted(start, [], {1, 2, 3}) is start
+
+
+# -- copies of one request (answer_alter_partition) ------------------------------------------------
+
+
+def test_a_copy_of_a_refused_request_is_refused_again_even_once_it_could_apply():
+    """The soak's case: a refused expansion's late copy must not apply after the leader dropped it."""
+    start = reg(isr=(1, 2))
+    add3 = request(start, (1, 2, 3), sequence=1)
+    after, answer = answer_alter_partition(start, add3, {1: 0, 2: 0}, None)  # 3 is away: refused
+    assert answer.error is ErrorCode.ineligible_replica and after is start
+    again, same = answer_alter_partition(after, add3, {1: 0, 2: 0, 3: 0}, answer)  # 3 is back now
+    assert same is answer and again is start
+
+
+def test_a_copy_of_an_applied_request_gets_the_same_answer():
+    start = reg(isr=(1, 2))
+    add3 = request(start, (1, 2, 3), sequence=4)
+    after, answer = answer_alter_partition(start, add3, ALIVE, None)
+    assert answer.error is ErrorCode.none and after.isr == (1, 2, 3)
+    again, same = answer_alter_partition(after, add3, ALIVE, answer)
+    assert again is after and same is answer
+
+
+def test_a_request_older_than_the_last_answered_is_not_applied():
+    start = reg(isr=(1, 2))
+    _, answer = answer_alter_partition(start, request(start, (1,), sequence=5), ALIVE, None)
+    shrunk = answer.registration
+    late, refused = answer_alter_partition(shrunk, request(shrunk, (1, 2, 3), sequence=4), ALIVE, answer)
+    assert late is shrunk and refused.error is ErrorCode.operation_not_attempted
+
+
+def test_a_new_leader_epochs_requests_start_afresh():
+    start = reg()
+    _, answer = answer_alter_partition(start, request(start, (1, 2), sequence=9), ALIVE, None)
+    moved = reconcile(answer.registration, {2: 0, 3: 0})
+    assert moved.leader == 2 and moved.isr == (2,)
+    after, fresh = answer_alter_partition(moved, request(moved, (2, 3), sequence=1), ALIVE, answer)
+    assert fresh.error is ErrorCode.none and after.isr == (2, 3)
