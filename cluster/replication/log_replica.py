@@ -75,11 +75,18 @@ class LogReplica:
         self.incarnation = incarnation
         self.log = log
         self.config = config
-        self.epochs = load_epochs(log)
-        self._persisted = self.epochs.entries
+        on_disk = log.read_epoch_history()
+        self.epochs = load_epochs(log, on_disk)
+        # What the file holds, so that the first change (or the cut load made) is written.
+        self._persisted = tuple(EpochEntry(e, s) for e, s in on_disk or [])
+        self._persist_epochs()
         self.leader: LeaderState | None = None
         self.follower: FollowerState | None = None
         self.partition_epoch = -1  # of the newest registration applied: older ones are stale
+        # Counts the times this replica stopped leading: a write waits for acks=all within one term
+        # (as a follower it may have cut the write; leading again under a new epoch straight from
+        # leading, as a reassignment does, cuts nothing).
+        self.term = 0
         # Until it learns better from a leader, nothing here is known to be committed.
         self._high_watermark = log.log_start_offset
 
@@ -112,6 +119,8 @@ class LogReplica:
                 and self.follower.leader == registration.leader:
             return
         self._high_watermark = self.high_watermark
+        if self.leader is not None:
+            self.term += 1
         self.leader = None
         self.follower = FollowerState(
             self.replica_id, registration.leader, registration.leader_epoch, self.epochs,
@@ -125,27 +134,30 @@ class LogReplica:
     # -- the leader ------------------------------------------------------------------------------
 
     def append(self, batches: Sequence[bytearray], headers: Sequence[BatchHeader] | None, acks_all: bool,
-               now_ms: int) -> tuple[ErrorCode, list[int], int]:
-        """Append as the leader under its epoch: (error, base offsets, the epoch written under). An
-        acks=all write is then answered once `acks_all_reached(end, epoch)` says so."""
-        if self.leader is None:
-            return ErrorCode.not_leader_or_follower, [], -1
-        error = self.leader.check_append(acks_all)
+               now_ms: int) -> tuple[ErrorCode, list[int], int, int]:
+        """Append as the leader under its epoch: (error, base offsets, the write's end offset, the
+        leadership term). An acks=all write is answered once `acks_all_reached(end, term)` says so."""
+        leader = self.leader
+        if leader is None:
+            return ErrorCode.not_leader_or_follower, [], -1, self.term
+        error = leader.check_append(acks_all)
         if error is not None:
-            return error, [], -1
-        epoch = self.leader.leader_epoch
-        base_offsets = self.log.append(batches, epoch, headers)
-        self.leader.appended(self.log.end_offset, now_ms)
-        return ErrorCode.none, base_offsets, epoch
+            return error, [], -1, self.term
+        base_offsets = self.log.append(batches, leader.leader_epoch, headers)
+        end = self.log.end_offset
+        leader.appended(end, now_ms)
+        return ErrorCode.none, base_offsets, end, self.term
 
-    def acks_all_reached(self, required_offset: int, leader_epoch: int) -> ErrorCode | None:
-        """For a write ending at `required_offset` appended under `leader_epoch`: None while the
-        high watermark is below it. A replica that has led another epoch since (or leads no more)
-        answers NOT_LEADER_OR_FOLLOWER: the write may have been cut meanwhile, as Kafka completes
-        a delayed produce when its replica stops leading."""
-        if self.leader is None or self.leader.leader_epoch != leader_epoch:
+    def acks_all_reached(self, required_offset: int, term: int) -> ErrorCode | None:
+        """For a write ending at `required_offset` appended in leadership `term`: None while the
+        high watermark is below it. A replica that has stopped leading since answers
+        NOT_LEADER_OR_FOLLOWER: as a follower it may have cut the write (Kafka completes a delayed
+        produce when its replica becomes a follower). Safe to call from another thread: it reads
+        the role once."""
+        leader = self.leader
+        if leader is None or self.term != term:
             return ErrorCode.not_leader_or_follower
-        return self.leader.acks_all(required_offset)
+        return leader.acks_all(required_offset)
 
     def answer_fetch(self, fetch: ReplicaFetch, now_ms: int) -> tuple[ReplicaFetched, AlterPartition | None]:
         """A follower's fetch: the answer, and the ISR change to send the controller if it joins."""
@@ -223,11 +235,12 @@ class LogReplica:
             self._persisted = entries
 
 
-def load_epochs(log: PartitionLog) -> LeaderEpochCache:
-    """The epoch history of a log: its checkpoint (epoch_checkpoint.py says why the batch headers
-    alone will not do once compaction ran), cut at the log's end, then any newer epoch the batch
+def load_epochs(log: PartitionLog, on_disk: list[tuple[int, int]] | None) -> LeaderEpochCache:
+    """The epoch history of a log: its checkpoint `on_disk` (epoch_checkpoint.py says why the batch
+    headers alone will not do once compaction ran), cut at the log's end (a crash between a cut and
+    the checkpoint's rewrite, or an epoch led without a batch), then any newer epoch the batch
     headers show (batches a crash left after the checkpoint's last write)."""
-    cache = LeaderEpochCache(EpochEntry(e, s) for e, s in log.read_epoch_history() or [])
+    cache = LeaderEpochCache(EpochEntry(e, s) for e, s in on_disk or [])
     cache.truncate_from_end(log.end_offset)
     for header in log.batch_headers():
         if header.partition_leader_epoch > cache.latest_epoch:

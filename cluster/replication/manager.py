@@ -40,6 +40,7 @@ from cluster.replication.registration import AlterPartition, PartitionRegistrati
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
+REQUEST_TIMEOUT_MS = 30_000  # how long past its max wait a fetch may go unanswered (request.timeout.ms)
 
 
 class LeaderLink(Protocol):
@@ -88,40 +89,57 @@ class ReplicaManager:
         self._fetchers: dict[int, asyncio.Task] = {}  # by the leader they fetch from
         self._alters: dict[TP, asyncio.Task] = {}
         self._expiry: asyncio.Task | None = None
+        self._applying = asyncio.Lock()
+        self._applied: dict[TP, int] = {}  # the partition epoch last applied, removals included
         self._closed = False
 
     # -- the controller's word -------------------------------------------------------------------
 
     async def apply(self, registrations: dict[TP, PartitionRegistration]) -> None:
-        """Open what is new, make each replica what its registration says, and (re)start fetchers."""
-        for tp, registration in registrations.items():
-            if self.replica_id not in registration.replicas:
-                await self._remove(tp)
-                continue
-            replica = self.replicas.get(tp)
-            if replica is None:
-                path = self.data_dir / f"{tp[0]}-{tp[1]}"
-                opened = await self._io(PartitionLog.open, path, self.log_config)
-                replica = await self._io(LogReplica, self.replica_id, self.incarnation, opened, self.config)
-                self.replicas[tp] = replica
-                self._changed[tp] = asyncio.Event()
-            await self._io(replica.apply, registration, self.clock.now_ms())
-            self._notify(tp)
-        self._start_fetchers()
-        if self._expiry is None:
-            self._expiry = asyncio.ensure_future(self._expire_isr())
+        """Open what is new, make each replica what its registration says, and (re)start fetchers.
+        A registration no newer than the last one applied to that partition is stale (a push
+        overtaken by a later one) and ignored, a removal included: deleting a log on the word of
+        an old assignment would lose what the partition holds here now. Pushes apply one at a
+        time; a partition whose log cannot open or write is logged and left for the next push."""
+        async with self._applying:
+            for tp, registration in registrations.items():
+                if registration.partition_epoch <= self._applied.get(tp, -1):
+                    continue
+                try:
+                    await self._apply_one(tp, registration)
+                except Exception:
+                    log.exception("replica of %s-%s: applying %s failed", *tp, registration)
+                    continue
+                self._applied[tp] = registration.partition_epoch
+            self._start_fetchers()
+            if self._expiry is None and not self._closed:
+                self._expiry = asyncio.ensure_future(self._expire_isr())
+
+    async def _apply_one(self, tp: TP, registration: PartitionRegistration) -> None:
+        if self.replica_id not in registration.replicas:
+            await self._remove(tp)
+            return
+        replica = self.replicas.get(tp)
+        if replica is None:
+            path = self.data_dir / f"{tp[0]}-{tp[1]}"
+            opened = await self._io(PartitionLog.open, path, self.log_config)
+            replica = await self._io(LogReplica, self.replica_id, self.incarnation, opened, self.config)
+            self.replicas[tp] = replica
+            self._changed[tp] = asyncio.Event()
+        await self._io(replica.apply, registration, self.clock.now_ms())
+        self._notify(tp)
 
     async def _remove(self, tp: TP) -> None:
         """Left the assignment (a completed reassignment): Kafka's StopReplica with deletion."""
         replica = self.replicas.pop(tp, None)
-        event = self._changed.pop(tp, None)
-        if event is not None:
-            event.set()  # waiters find the partition gone
         task = self._alters.pop(tp, None)
         if task is not None:
             task.cancel()
         if replica is not None:
             await self._io(replica.log.delete)
+        event = self._changed.pop(tp, None)
+        if event is not None:
+            event.set()  # waiters find the partition gone, once its log is
 
     # -- the leader ------------------------------------------------------------------------------
 
@@ -133,19 +151,17 @@ class ReplicaManager:
         replica = self.replicas.get(tp)
         if replica is None:
             return ErrorCode.not_leader_or_follower, []
-        error, offsets, epoch = await self._io(replica.append, batches, None, acks_all, self.clock.now_ms())
+        error, offsets, end, term = await self._io(replica.append, batches, None, acks_all, self.clock.now_ms())
         self._notify(tp)
         if error is not ErrorCode.none or not acks_all:
             return error, offsets
-        end = replica.log.end_offset
-        answer = await self._wait(tp, lambda: self._reached(tp, end, epoch), timeout_ms)
+        answer = await self._wait(tp, lambda: self._reached(tp, replica, end, term), timeout_ms)
         return (answer if answer is not None else ErrorCode.request_timed_out), offsets
 
-    def _reached(self, tp: TP, end: int, epoch: int) -> ErrorCode | None:
-        replica = self.replicas.get(tp)
-        if replica is None:
-            return ErrorCode.not_leader_or_follower
-        return replica.acks_all_reached(end, epoch)
+    def _reached(self, tp: TP, replica: LogReplica, end: int, term: int) -> ErrorCode | None:
+        if self.replicas.get(tp) is not replica:
+            return ErrorCode.not_leader_or_follower  # removed (or closed) since
+        return replica.acks_all_reached(end, term)
 
     def read(self, tp: TP, offset: int, max_bytes: int) -> tuple[ErrorCode, int, bytes]:
         """A consumer's read: (error, high watermark, whole batches below it). Reads may run beside
@@ -229,14 +245,21 @@ class ReplicaManager:
         return changes
 
     def _send_alter(self, tp: TP, request: AlterPartition) -> None:
-        if tp not in self._alters or self._alters[tp].done():
-            self._alters[tp] = asyncio.ensure_future(self._alter(tp, request))
+        """Make sure the partition's ISR change reaches the controller. One sender per partition
+        sends whatever change is pending when it gets to it (a newer one than `request`, if the
+        metadata cleared that and a fetch proposed another meanwhile)."""
+        task = self._alters.get(tp)
+        if task is None or task.done():
+            self._alters[tp] = asyncio.ensure_future(self._alter(tp))
 
-    async def _alter(self, tp: TP, request: AlterPartition) -> None:
-        """Send the change until the controller answers it, then give the leader the answer."""
+    async def _alter(self, tp: TP) -> None:
+        """Send the pending change until the controller answers it, give the leader the answer,
+        and go on with the next pending change if there is one. A change still pending after its
+        answer (an epoch the controller moved past) waits for the metadata, as Kafka's does."""
+        answered: AlterPartition | None = None
         while not self._closed:
-            replica = self.replicas.get(tp)
-            if replica is None or replica.leader is None or replica.leader.pending != request:
+            request = await self._io(self._pending, tp)
+            if request is None or request == answered:
                 return
             try:
                 error, registration = await self.controller.alter_partition(tp, request)
@@ -245,15 +268,25 @@ class ReplicaManager:
                 await asyncio.sleep(self.fetcher.alter_retry_ms / 1000)
                 continue
             replica = self.replicas.get(tp)
-            if replica is not None:
-                await self._io(replica.isr_change_answered, request, error, registration, self.clock.now_ms())
-                self._notify(tp)
-            return
+            if replica is None:
+                return
+            await self._io(replica.isr_change_answered, request, error, registration, self.clock.now_ms())
+            self._notify(tp)
+            answered = request
+
+    def _pending(self, tp: TP) -> AlterPartition | None:
+        replica = self.replicas.get(tp)
+        leader = replica.leader if replica is not None else None
+        return leader.pending if leader is not None else None
 
     # -- the follower ----------------------------------------------------------------------------
 
     def _start_fetchers(self) -> None:
-        sources = {r.follower.leader for r in self.replicas.values() if r.follower is not None and r.follower.leader >= 0}
+        sources = set()
+        for replica in self.replicas.values():
+            follower = replica.follower  # read once: the I/O thread may replace it
+            if follower is not None and follower.leader >= 0:
+                sources.add(follower.leader)
         for source in sources:
             task = self._fetchers.get(source)
             if task is None or task.done():
@@ -268,7 +301,10 @@ class ReplicaManager:
             if not sent:
                 return
             try:
-                answers = await link.replica_fetch(sent, self.fetcher.max_wait_ms)
+                # Bounded: a host that hangs must not hold this fetcher (and its partitions) forever.
+                answers = await asyncio.wait_for(
+                    link.replica_fetch(sent, self.fetcher.max_wait_ms), (self.fetcher.max_wait_ms + REQUEST_TIMEOUT_MS) / 1000
+                )
             except Exception:  # the leader's host is away: the controller will say who leads next
                 log.debug("fetch from replica %s failed", source, exc_info=True)
                 await asyncio.sleep(self.fetcher.backoff_ms / 1000)
@@ -289,11 +325,20 @@ class ReplicaManager:
         return sent
 
     def _apply_fetched(self, sent: list[tuple[TP, ReplicaFetch]], answers: list[ReplicaFetched]) -> int:
+        """On the I/O thread: apply each answer; a partition whose answer fails (a corrupt batch, a
+        disk error) is logged and fetched again after the back-off, the others go on (Kafka marks
+        only that partition failed)."""
         errors = 0
         for (tp, fetch), answer in zip(sent, answers):
             replica = self.replicas.get(tp)
-            if replica is not None and replica.apply_fetched(fetch, answer) is not ErrorCode.none:
-                errors += 1
+            if replica is None:
+                continue
+            try:
+                error = replica.apply_fetched(fetch, answer)
+            except Exception:
+                log.exception("replica of %s-%s: applying the leader's answer failed", *tp)
+                error = ErrorCode.kafka_storage_error
+            errors += error is not ErrorCode.none
         return errors
 
     # -- plumbing --------------------------------------------------------------------------------
@@ -328,7 +373,12 @@ class ReplicaManager:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        for replica in self.replicas.values():
-            await self._io(replica.log.close)
-        self.replicas.clear()
+        async with self._applying:
+            replicas = list(self.replicas.items())
+            self.replicas.clear()
+            for _, replica in replicas:
+                await self._io(replica.log.close)
+            for tp, _ in replicas:
+                self._notify(tp)  # acks=all waiters learn the replica is gone
+            self._changed.clear()
         self.executor.shutdown(wait=True)

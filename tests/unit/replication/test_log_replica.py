@@ -11,7 +11,7 @@ from kio.schema.errors import ErrorCode
 from cluster.log import PartitionLog
 from cluster.recordbatch import BatchError, parse_header
 from cluster.replication.log_replica import LogReplica, ReplicaFetched, ReplicationConfig
-from cluster.replication.registration import PartitionRegistration, alter_partition, reconcile
+from cluster.replication.registration import PartitionRegistration, alter_partition, reassign, reconcile
 from tests.unit.log_helpers import COMPACTED, SMALL, batch, one, split
 
 CONFIG = ReplicationConfig(min_insync_replicas=2, lag_time_max_ms=1_000, fetch_max_bytes=1 << 20)
@@ -40,9 +40,10 @@ class Trio:
 
     def produce(self, n: int = 1) -> int:
         """n one-record batches through the leader, acks=all; the end offset to wait for."""
-        error, _, self.epoch = self.leader().append([one(i) for i in range(n)], None, acks_all=True, now_ms=self.now)
-        assert error is ErrorCode.none
-        return self.leader().log.end_offset
+        error, _, end, self.term = self.leader().append([one(i) for i in range(n)], None, acks_all=True,
+                                                        now_ms=self.now)
+        assert error is ErrorCode.none and end == self.leader().log.end_offset
+        return end
 
     def fetch_once(self, r: int) -> ErrorCode:
         follower = self.replicas[r]
@@ -77,9 +78,9 @@ def batches(replica: LogReplica) -> list[tuple[int, int, bytes]]:
 def test_followers_hold_the_leaders_batches_and_the_high_watermark_follows(tmp_path):
     trio = Trio(tmp_path)
     end = trio.produce(3)
-    assert trio.leader().acks_all_reached(end, trio.epoch) is None  # no follower has it yet
+    assert trio.leader().acks_all_reached(end, trio.term) is None  # no follower has it yet
     trio.replicate()
-    assert trio.leader().acks_all_reached(end, trio.epoch) is ErrorCode.none
+    assert trio.leader().acks_all_reached(end, trio.term) is ErrorCode.none
     assert trio.leader().high_watermark == end
     assert batches(trio.replicas[1]) == batches(trio.replicas[0]) == batches(trio.replicas[2])
     assert trio.replicas[1].high_watermark == end
@@ -102,7 +103,7 @@ def test_a_new_leaders_followers_cut_the_tail_it_never_had(tmp_path):
     assert trio.replicas[2].log.end_offset == committed
     end = trio.produce(1)  # epoch 1's first batch, at the offset 2 held epoch 0's tail
     trio.replicate(only=(1, 2))
-    assert trio.leader().acks_all_reached(end, trio.epoch) is ErrorCode.none
+    assert trio.leader().acks_all_reached(end, trio.term) is ErrorCode.none
     assert batches(trio.replicas[1]) == batches(trio.replicas[2])
     assert [epoch for _, epoch, _ in batches(trio.replicas[2])][-1] == trio.registration.leader_epoch == 1
 
@@ -170,14 +171,14 @@ def test_acks_all_is_refused_with_too_small_an_isr(tmp_path):
     change = trio.leader().leader.maybe_shrink_isr(trio.now)
     assert change is not None and change.new_isr == (0,)
     trio.commit(change)
-    error, offsets, _ = trio.leader().append([one(9)], None, acks_all=True, now_ms=trio.now)
+    error, offsets, _, _ = trio.leader().append([one(9)], None, acks_all=True, now_ms=trio.now)
     assert error is ErrorCode.not_enough_replicas and offsets == []
     assert trio.leader().append([one(9)], None, acks_all=False, now_ms=trio.now)[0] is ErrorCode.none
 
 
 def test_a_follower_cannot_append_as_leader(tmp_path):
     trio = Trio(tmp_path)
-    error, _, _ = trio.replicas[1].append([one(1)], None, acks_all=True, now_ms=trio.now)
+    error, _, _, _ = trio.replicas[1].append([one(1)], None, acks_all=True, now_ms=trio.now)
     assert error is ErrorCode.not_leader_or_follower
 
 
@@ -188,7 +189,7 @@ def test_a_write_cut_while_its_replica_followed_is_not_acknowledged_when_it_lead
     trio.produce(1)
     trio.replicate()
     end = trio.produce(1)  # only 0 has it
-    epoch = trio.epoch
+    term = trio.term
     trio.registration = reconcile(trio.registration, alive={1, 2})
     trio.apply_all()  # 1 leads; 0 follows and will cut its tail
     trio.produce(2)
@@ -199,7 +200,7 @@ def test_a_write_cut_while_its_replica_followed_is_not_acknowledged_when_it_lead
     trio.produce(1)
     trio.replicate(only=(0, 2))
     assert trio.leader().high_watermark >= end
-    assert trio.leader().acks_all_reached(end, epoch) is ErrorCode.not_leader_or_follower
+    assert trio.leader().acks_all_reached(end, term) is ErrorCode.not_leader_or_follower
 
 
 def test_an_older_registration_is_ignored(tmp_path):
@@ -241,3 +242,31 @@ def test_epochs_appended_after_the_checkpoints_last_write_are_read_back_from_the
     follower.log.close()
     reopened = trio.open(1)
     assert [(e.epoch, e.start_offset) for e in reopened.epochs.entries] == [(0, 0)]
+
+
+def test_a_leader_that_leads_again_under_a_new_epoch_without_following_still_answers_acks_all(tmp_path):
+    """A reassignment can bump the epoch while the same replica leads: nothing was cut, so a
+    write waiting for acks=all is still answered (Kafka keeps such a delayed produce)."""
+    trio = Trio(tmp_path)
+    end = trio.produce(1)
+    term = trio.term
+    moved, _ = reassign(trio.registration, (0, 1), {0: 0, 1: 0, 2: 0})
+    trio.registration = moved
+    trio.apply_all()
+    assert trio.registration.leader == 0 and trio.registration.leader_epoch == 1
+    trio.replicate(only=(0, 1))
+    assert trio.leader().acks_all_reached(end, term) is ErrorCode.none
+
+
+def test_a_stale_epoch_checkpoint_is_rewritten_when_the_log_opens(tmp_path):
+    """The review's case: the checkpoint names an epoch past the log end (a crash between a cut and
+    the checkpoint's rewrite); open must cut it in the file too, or a later crash brings it back."""
+    trio = Trio(tmp_path)
+    trio.produce(2)
+    trio.replicate()
+    follower = trio.replicas[2]
+    follower.log.write_epoch_history([(0, 0), (3, 2)])  # epoch 3 at the log end: no batch of it
+    follower.log.close()
+    reopened = trio.open(2)
+    assert [(e.epoch, e.start_offset) for e in reopened.epochs.entries] == [(0, 0)]
+    assert reopened.log.read_epoch_history() == [(0, 0)]

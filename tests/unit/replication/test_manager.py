@@ -10,15 +10,17 @@ import asyncio
 import pytest
 from kio.schema.errors import ErrorCode
 
-from cluster.log import LogConfig
+from cluster.log import LogConfig, PartitionLog
 from cluster.runtime.wakeups import SystemClock
-from cluster.replication.log_replica import ReplicationConfig
+from cluster.replication.log_replica import ReplicaFetched, ReplicationConfig
 from cluster.replication.manager import FetcherConfig, ReplicaManager
 from cluster.replication.registration import PartitionRegistration, answer_alter_partition, reassign, reconcile
 from tests.unit.log_helpers import one
 
 TP = ("orders", 0)
-CONFIG = ReplicationConfig(min_insync_replicas=2, lag_time_max_ms=400, fetch_max_bytes=1 << 20)
+# A lag time well past any stall a busy machine gives a fetcher, so that only the test meant to
+# shrink the ISR does.
+CONFIG = ReplicationConfig(min_insync_replicas=2, lag_time_max_ms=1_500, fetch_max_bytes=1 << 20)
 FAST = FetcherConfig(max_wait_ms=50, backoff_ms=20, alter_retry_ms=20)
 
 
@@ -41,8 +43,10 @@ class Link:
 class Cluster:
     """The hosts and the controller's side: registrations, liveness, pushes."""
 
-    def __init__(self, tmp_path, replicas=(0, 1, 2)) -> None:
+    def __init__(self, tmp_path, replicas=(0, 1, 2), config: ReplicationConfig = CONFIG) -> None:
         self.tmp_path = tmp_path
+        self.config = config
+        self.link_wrapper = lambda link: link
         self.hosts: dict[int, ReplicaManager] = {}
         self.incarnations: dict[int, int] = {}
         self.registration = PartitionRegistration.new(replicas)
@@ -54,8 +58,8 @@ class Cluster:
     async def start(self, replica: int) -> ReplicaManager:
         self.incarnations[replica] = self.incarnations.get(replica, -1) + 1
         manager = ReplicaManager(
-            replica, self.incarnations[replica], self.tmp_path / str(replica), LogConfig(), CONFIG, SystemClock(),
-            lambda source: Link(self, source), self, FAST,
+            replica, self.incarnations[replica], self.tmp_path / str(replica), LogConfig(), self.config, SystemClock(),
+            lambda source: self.link_wrapper(Link(self, source)), self, FAST,
         )
         self.hosts[replica] = manager
         await self.push()
@@ -173,8 +177,10 @@ def test_acks_all_stops_when_the_isr_is_below_the_minimum(cluster):
 
 def test_an_unreplicated_acks_all_write_times_out(tmp_path):
     async def main():
-        cluster = Cluster(tmp_path)
-        await cluster.start(0)  # the followers never come up: the ISR still names them
+        # A lag time far past the test, so that the ISR still names the followers when the write
+        # times out (this test is about the timeout, not the shrink).
+        cluster = Cluster(tmp_path, config=ReplicationConfig(min_insync_replicas=2, lag_time_max_ms=600_000))
+        await cluster.start(0)  # the followers never come up
         error, _ = await cluster.leader().append(TP, [one(1)], acks_all=True, timeout_ms=300)
         assert error is ErrorCode.request_timed_out
         error, hw, records = cluster.leader().read(TP, 0, 1 << 20)
@@ -198,11 +204,100 @@ def test_a_partition_moves_to_a_new_replica_by_copying_its_log(tmp_path):
         await cluster.register(moved)
         await until(lambda: not cluster.registration.reassigning)
         assert cluster.registration.replicas == (3, 1, 2) and cluster.registration.leader == 3
-        await until(lambda: TP not in cluster.hosts[0].replicas)
-        assert not (tmp_path / "0" / "orders-0").exists()  # the old replica deleted its log
+        await until(lambda: not (tmp_path / "0" / "orders-0").exists())  # the old replica deletes its log
+        assert TP not in cluster.hosts[0].replicas
         await until(lambda: cluster.hosts[3].replicas[TP].leader is not None)
         assert log_bytes(cluster.hosts[3]).startswith(before)
         assert (await cluster.leader().append(TP, [one(9)], acks_all=True, timeout_ms=10_000))[0] is ErrorCode.none
+        await cluster.close()
+
+    run(main())
+
+
+def test_a_stale_push_neither_deletes_nor_demotes(cluster):
+    """The review's case: a push older than what the host applied, one without this replica, must
+    not delete its log (the partition would come back empty and lead)."""
+    async def main():
+        for r in (0, 1, 2):
+            await cluster.start(r)
+        assert (await cluster.leader().append(TP, [one(1)], acks_all=True, timeout_ms=10_000))[0] is ErrorCode.none
+        old = PartitionRegistration((1, 2, 3), (1, 2), 1, 0, 0)  # partition epoch 0: older than any applied
+        await cluster.hosts[0].apply({TP: old})
+        replica = cluster.hosts[0].replicas.get(TP)
+        assert replica is not None and replica.log.end_offset == 1 and replica.leader is not None
+        await cluster.close()
+
+    run(main())
+
+
+def test_two_pushes_at_once_open_the_log_once(tmp_path, monkeypatch):
+    async def main():
+        cluster = Cluster(tmp_path)
+        manager = await cluster.start(0)
+        opened = []
+        original = PartitionLog.open
+
+        def counting(path, config):
+            opened.append(path)
+            return original(path, config)
+
+        monkeypatch.setattr(PartitionLog, "open", staticmethod(counting))
+        other = ("orders", 1)
+        registration = PartitionRegistration.new((0, 1, 2))
+        await asyncio.gather(manager.apply({other: registration}), manager.apply({other: registration}))
+        assert len(opened) == 1 and other in manager.replicas
+        await cluster.close()
+
+    run(main())
+
+
+def test_a_corrupt_answer_stops_neither_that_partition_nor_the_others(cluster):
+    """The review's case: one partition's answer fails to apply (a CRC error); the fetcher goes on,
+    and fetches that partition again."""
+    class Corrupting:
+        def __init__(self, link):
+            self.link, self.spoiled = link, 0
+
+        async def replica_fetch(self, items, max_wait_ms):
+            answers = await self.link.replica_fetch(items, max_wait_ms)
+            if self.spoiled < 3 and answers and answers[0].records:
+                self.spoiled += 1
+                bad = bytearray(answers[0].records)
+                bad[-1] ^= 0xFF
+                answers[0] = ReplicaFetched(answers[0].error_code, answers[0].high_watermark,
+                                            answers[0].log_start_offset, records=bytes(bad))
+            return answers
+
+    async def main():
+        cluster.link_wrapper = Corrupting
+        for r in (0, 1, 2):
+            await cluster.start(r)
+        error, _ = await cluster.leader().append(TP, [one(1), one(2)], acks_all=True, timeout_ms=20_000)
+        assert error is ErrorCode.none
+        await until(lambda: all(log_bytes(m) == log_bytes(cluster.leader()) for m in cluster.hosts.values()))
+        await cluster.close()
+
+    run(main())
+
+
+def test_an_isr_change_proposed_after_the_push_overtook_its_answer_is_still_sent(tmp_path):
+    """The review's case: the controller's push reaches the leader before its AlterPartition
+    answer, clearing that change; the change a later fetch proposes must still be sent."""
+    class SlowAnswers(Cluster):
+        async def alter_partition(self, tp, request):
+            answer = await super().alter_partition(tp, request)
+            await self.push()  # the push first ...
+            await asyncio.sleep(0.05)  # ... the answer later
+            return answer
+
+    async def main():
+        cluster = SlowAnswers(tmp_path)
+        for r in (0, 1):
+            await cluster.start(r)
+        await until(lambda: set(cluster.registration.isr) <= {0, 1})
+        await cluster.start(2)
+        await cluster.leader().append(TP, [one(1)], acks_all=False, timeout_ms=1_000)
+        await until(lambda: set(cluster.registration.isr) == {0, 1, 2})
         await cluster.close()
 
     run(main())
