@@ -1,0 +1,71 @@
+"""Replica placement over nodes: distinct nodes per partition, leaders and replicas even."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cluster.control.replica_placement import (
+    assign_replicas,
+    default_replication_factor,
+    replacements,
+    replication_factor_error,
+)
+
+
+@pytest.mark.parametrize("nodes, rf", [(1, 1), (2, 2), (3, 3), (7, 3)])
+def test_the_default_replication_factor_is_three_where_there_are_three_nodes(nodes, rf):
+    assert default_replication_factor(nodes) == rf
+
+
+def test_a_replication_factor_above_the_nodes_is_refused():
+    assert replication_factor_error(-1, 1) is None
+    assert replication_factor_error(3, 3) is None
+    assert "larger than the 2 node(s)" in replication_factor_error(3, 2)
+    assert "at least 1" in replication_factor_error(0, 3)
+
+
+def test_three_partitions_on_three_nodes_each_lead_once():
+    placed = assign_replicas([("t", p) for p in range(3)], [10, 11, 12], 3)
+    assert sorted(a[0] for a in placed.values()) == [10, 11, 12]
+    assert all(sorted(a) == [10, 11, 12] for a in placed.values())
+
+
+@settings(max_examples=200, deadline=None)
+@given(nodes=st.integers(1, 7), partitions=st.integers(1, 60), data=st.data())
+def test_replicas_are_distinct_and_spread_within_one(nodes, partitions, data):
+    rf = data.draw(st.integers(1, nodes))
+    ids = list(range(100, 100 + nodes))
+    placed = assign_replicas([("t", p) for p in range(partitions)], ids, rf)
+    leaders = {r: 0 for r in ids}
+    load = {r: 0 for r in ids}
+    for assigned in placed.values():
+        assert len(assigned) == rf and len(set(assigned)) == rf and set(assigned) <= set(ids)
+        leaders[assigned[0]] += 1
+        for r in assigned:
+            load[r] += 1
+    assert max(leaders.values()) - min(leaders.values()) <= 1
+    assert max(load.values()) - min(load.values()) <= 1
+
+
+def test_new_partitions_count_what_the_existing_ones_place():
+    existing = assign_replicas([("a", 0), ("a", 1)], [1, 2, 3], 2)
+    more = assign_replicas([("b", 0)], [1, 2, 3], 2, existing)
+    leaders = [a[0] for a in [*existing.values(), *more.values()]]
+    assert sorted(leaders) == [1, 2, 3]
+
+
+def test_a_refused_replication_factor_raises():
+    with pytest.raises(ValueError):
+        assign_replicas([("t", 0)], [1, 2], 3)
+
+
+def test_a_gone_node_is_replaced_in_place_by_the_least_loaded_other_node():
+    assignments = {("t", 0): (1, 2, 3), ("t", 1): (2, 3, 4), ("t", 2): (3, 4, 1)}
+    moved = replacements(assignments, gone={1}, replica_ids=[1, 2, 3, 4, 5])
+    assert moved == {("t", 0): (5, 2, 3), ("t", 2): (3, 4, 5)}
+
+
+def test_a_partition_with_nowhere_to_go_is_left_as_it_is():
+    assert replacements({("t", 0): (1, 2, 3)}, gone={1}, replica_ids=[1, 2, 3]) == {}
