@@ -10,6 +10,12 @@ Producer ids are handed to gateways in blocks, as Kafka's controller hands them 
 (`ProducerIdControlManager`, `ProducerIdsRecord`, blocks of `ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE`
 = 1000): the record keeps the first id of the next block, so no id is handed out twice, across
 restarts too. Ids of a block whose gateway dies unused are simply never used.
+
+A replicated partition's registration (issue 25: replicas, ISR, leader, leader and partition
+epochs, a reassignment under way) is kept as Kafka's controller keeps it, in the metadata log:
+`Partition` records carry the full registration after each change (Kafka writes a PartitionRecord
+then PartitionChangeRecords; a full image suits a compacted log), made by the changes of
+cluster/replication/registration.py and never by hand.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from kio.schema.errors import ErrorCode
 from kernel.codec import Record, RecordCodec
 from kernel.result import Result
 from kernel.snapshot import TouchedKeys
+
+from cluster.replication.registration import PartitionRegistration
 
 METADATA_TOPIC = "__cluster_metadata"
 CONSUMER_OFFSETS = "__consumer_offsets"
@@ -59,6 +67,25 @@ class PartitionEpochValue:
 
 
 @dataclass(frozen=True, slots=True)
+class PartitionKey:
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionValue:
+    """A replicated partition's registration (cluster/replication/registration.py), in full."""
+
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ProducerIdsKey:
     """The single key of the producer id counter: compaction keeps its latest value."""
 
@@ -86,6 +113,7 @@ CODEC.register(TopicKey, TopicValue, name="Topic")
 CODEC.register(PartitionEpochKey, PartitionEpochValue, name="PartitionEpoch")
 CODEC.register(ProducerIdsKey, ProducerIdsValue, name="ProducerIds")
 CODEC.register(GroupConfigKey, GroupConfigValue, name="GroupConfig")
+CODEC.register(PartitionKey, PartitionValue, name="Partition")
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 INT64_MAX = 2**63 - 1
@@ -183,6 +211,7 @@ class ClusterMetadata:
         self.leader_epochs: dict[tuple[str, int], int] = {}
         self.next_producer_id = 0
         self.group_configs: dict[str, dict[str, str]] = {}
+        self.registrations: dict[tuple[str, int], PartitionRegistration] = {}
         self.touched = TouchedKeys()
 
     # -- replay ------------------------------------------------------------------------------
@@ -199,6 +228,9 @@ class ClusterMetadata:
             self.touched.save(("producer_ids",), lambda: self.next_producer_id)
         elif isinstance(key, GroupConfigKey):
             self.touched.save(("group_config", key.group_id), lambda: self.group_configs.get(key.group_id))
+        elif isinstance(key, PartitionKey):
+            tp = (key.topic, key.partition)
+            self.touched.save(("registration", tp), lambda: self.registrations.get(tp))
         if isinstance(key, TopicKey):
             old = self.topics.pop(key.name, None)
             if old is not None:
@@ -220,6 +252,15 @@ class ClusterMetadata:
                 self.group_configs.pop(key.group_id, None)
             else:
                 self.group_configs[key.group_id] = dict(record.value.configs)
+        elif isinstance(key, PartitionKey):
+            if record.value is None:
+                self.registrations.pop((key.topic, key.partition), None)
+            else:
+                v: PartitionValue = record.value
+                self.registrations[(key.topic, key.partition)] = PartitionRegistration(
+                    tuple(v.replicas), tuple(v.isr), v.leader, v.leader_epoch, v.partition_epoch,
+                    tuple(v.adding), tuple(v.removing),
+                )
         else:
             raise TypeError(f"unexpected record {key!r}")
 
@@ -242,6 +283,11 @@ class ClusterMetadata:
                     self.group_configs.pop(what[1], None)
                 else:
                     self.group_configs[what[1]] = old
+            elif what[0] == "registration":
+                if old is None:
+                    self.registrations.pop(what[1], None)
+                else:
+                    self.registrations[what[1]] = old
             else:
                 self.next_producer_id = old
 
@@ -328,6 +374,7 @@ class ClusterMetadata:
                 continue
             records.append(Record(TopicKey(name), None))
             records += [Record(PartitionEpochKey(name, p), None) for p in range(info.partitions)]
+            records += [Record(PartitionKey(name, p), None) for p in range(info.partitions) if (name, p) in self.registrations]
             outcomes.append(TopicOutcome(name, ErrorCode.none, None, info.topic_id, info.partitions))
         return Result(records=records, response=outcomes)
 
@@ -371,6 +418,41 @@ class ClusterMetadata:
             records.append(Record(PartitionEpochKey(topic, partition), PartitionEpochValue(epoch)))
         return Result(records=records, response=epochs)
 
+    def register_partitions(
+        self, assignments: dict[tuple[str, int], tuple[int, ...]]
+    ) -> Result[dict[tuple[str, int], PartitionRegistration]]:
+        """Replicated partitions of existing topics, with their replicas (cluster/control/
+        replica_placement.py): all in sync, the first leading, epoch 0. A partition already
+        registered keeps its registration (a controller retrying after a failed write)."""
+        records: list[Record] = []
+        made: dict[tuple[str, int], PartitionRegistration] = {}
+        for (topic, partition), replicas in assignments.items():
+            info = self.topics.get(topic)
+            if info is None or not 0 <= partition < info.partitions:
+                raise ValueError(f"no partition {topic}-{partition} to register")
+            if (topic, partition) in self.registrations:
+                continue
+            registration = PartitionRegistration.new(tuple(replicas))
+            made[(topic, partition)] = registration
+            records.append(_registration_record(topic, partition, registration))
+        return Result(records=records, response=made)
+
+    def change_partitions(self, changes: dict[tuple[str, int], PartitionRegistration]) -> Result[None]:
+        """Record registrations the controller changed (an election, an ISR change, a reassignment
+        step). Each must be of a registered partition and newer than what is recorded: the
+        partition epoch only grows, so an older change is a bug in the caller, not a state."""
+        records: list[Record] = []
+        for (topic, partition), registration in changes.items():
+            current = self.registrations.get((topic, partition))
+            if current is None:
+                raise ValueError(f"{topic}-{partition} is not a registered replicated partition")
+            if registration == current:
+                continue
+            if registration.partition_epoch <= current.partition_epoch or registration.leader_epoch < current.leader_epoch:
+                raise ValueError(f"{topic}-{partition}: {registration} does not follow {current}")
+            records.append(_registration_record(topic, partition, registration))
+        return Result(records=records)
+
     def allocate_producer_ids(self, assigned_to: str, size: int = PRODUCER_ID_BLOCK_SIZE) -> Result[ProducerIdBlock]:
         """The next block of producer ids (Kafka's ProducerIdControlManager.generateNextProducerId)."""
         first = self.next_producer_id
@@ -389,3 +471,11 @@ class ClusterMetadata:
 
     def _epoch_records(self, topic: str, partitions: range) -> list[Record]:
         return [Record(PartitionEpochKey(topic, p), PartitionEpochValue(0)) for p in partitions]
+
+
+def _registration_record(topic: str, partition: int, r: PartitionRegistration) -> Record:
+    return Record(
+        PartitionKey(topic, partition),
+        PartitionValue(r.replicas, r.isr, r.leader, r.leader_epoch, r.partition_epoch, r.adding, r.removing),
+    )
+

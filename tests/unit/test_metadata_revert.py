@@ -12,6 +12,7 @@ import pytest
 
 from cluster.log import LogConfig, PartitionLog
 from cluster.metadata import CODEC, ClusterMetadata, TopicSpec
+from cluster.replication.registration import reconcile
 from cluster.runtime import CoordinatorRuntime, ManualWakeups, RuntimeConfig, StorageError
 from kernel.clock import ManualClock
 from tests.full_disk import FullDisk
@@ -26,6 +27,7 @@ def state(meta: ClusterMetadata) -> dict:
             "topic_names_by_id": meta.topic_names_by_id,
             "leader_epochs": meta.leader_epochs,
             "next_producer_id": meta.next_producer_id,
+            "registrations": meta.registrations,
         }
     )
 
@@ -50,6 +52,8 @@ FAILING = {
     "grow a topic": lambda m: m.create_partitions("kept", 4),
     "bump epochs": lambda m: m.bump_epochs([("kept", 0), ("kept", 1)]),
     "hand out producer ids": lambda m: m.allocate_producer_ids("gateway-0"),
+    "register replicated partitions": lambda m: m.register_partitions({("kept", 1): (1, 2, 3)}),
+    "elect a new leader": lambda m: m.change_partitions({("kept", 0): reconcile(m.registrations[("kept", 0)], {2, 3})}),
 }
 
 
@@ -63,6 +67,7 @@ def test_a_failed_metadata_append_leaves_the_metadata_exactly_as_before(tmp_path
         await rt.write(TP, None, lambda _t: meta().create_topics([TopicSpec("kept", 2)]))
         await rt.write(TP, None, lambda _t: meta().bump_epochs([("kept", 0)]))
         await rt.write(TP, None, lambda _t: meta().allocate_producer_ids("gateway-0"))
+        await rt.write(TP, None, lambda _t: meta().register_partitions({("kept", 0): (1, 2, 3)}))
         before = state(meta())
 
         with disk.filled(), pytest.raises(StorageError):
