@@ -31,7 +31,7 @@ from kernel.codec import Record, RecordCodec
 from kernel.result import Result
 from kernel.snapshot import TouchedKeys
 
-from cluster.replication.registration import PartitionRegistration
+from cluster.replication.registration import NO_LEADER, PartitionRegistration
 
 METADATA_TOPIC = "__cluster_metadata"
 CONSUMER_OFFSETS = "__consumer_offsets"
@@ -423,7 +423,8 @@ class ClusterMetadata:
     ) -> Result[dict[tuple[str, int], PartitionRegistration]]:
         """Replicated partitions of existing topics, with their replicas (cluster/control/
         replica_placement.py): all in sync, the first leading, epoch 0. A partition already
-        registered keeps its registration (a controller retrying after a failed write)."""
+        registered keeps its registration (a controller retrying after a failed write), which
+        the answer gives."""
         records: list[Record] = []
         made: dict[tuple[str, int], PartitionRegistration] = {}
         for (topic, partition), replicas in assignments.items():
@@ -431,6 +432,7 @@ class ClusterMetadata:
             if info is None or not 0 <= partition < info.partitions:
                 raise ValueError(f"no partition {topic}-{partition} to register")
             if (topic, partition) in self.registrations:
+                made[(topic, partition)] = self.registrations[(topic, partition)]
                 continue
             registration = PartitionRegistration.new(tuple(replicas))
             made[(topic, partition)] = registration
@@ -450,6 +452,9 @@ class ClusterMetadata:
                 continue
             if registration.partition_epoch <= current.partition_epoch or registration.leader_epoch < current.leader_epoch:
                 raise ValueError(f"{topic}-{partition}: {registration} does not follow {current}")
+            problem = _malformed(registration)
+            if problem:
+                raise ValueError(f"{topic}-{partition}: {registration}: {problem}")
             records.append(_registration_record(topic, partition, registration))
         return Result(records=records)
 
@@ -471,6 +476,20 @@ class ClusterMetadata:
 
     def _epoch_records(self, topic: str, partitions: range) -> list[Record]:
         return [Record(PartitionEpochKey(topic, p), PartitionEpochValue(0)) for p in partitions]
+
+
+def _malformed(r: PartitionRegistration) -> str | None:
+    """What makes a registration impossible (the registration functions never make one)."""
+    replicas = set(r.replicas)
+    if not r.replicas or len(replicas) != len(r.replicas):
+        return "replicas must be distinct and not empty"
+    if not set(r.isr) <= replicas or len(set(r.isr)) != len(r.isr):
+        return "the ISR must be distinct replicas"
+    if r.leader != NO_LEADER and r.leader not in r.isr:
+        return "the leader must be in the ISR"
+    if not set(r.adding) <= replicas or not set(r.removing) <= replicas or set(r.adding) & set(r.removing):
+        return "a reassignment's adding and removing replicas must be distinct replicas"
+    return None
 
 
 def _registration_record(topic: str, partition: int, r: PartitionRegistration) -> Record:

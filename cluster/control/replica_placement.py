@@ -2,17 +2,21 @@
 
 Functions of data, as placement.py's. A replica is named by its replica id (one per node, as a
 Kafka broker id is one per broker): no two replicas of a partition share a node, which is the
-failure domain (Kafka's rack-aware StripedReplicaPlacer with every node its own rack).
+failure domain. Like Kafka's placers, partitions' replica sets are spread too, not only the
+per-node counts: a node's partitions keep their other copies on as many other nodes as the
+counts allow, so that when it is lost its leadership and catch-up fall on many nodes, not on one
+partner (Kafka's StripedReplicaPlacer shuffles for this; here the choice is deterministic).
 
 - `default_replication_factor`: Kafka's defaults for a small cluster as issue 25 settles them:
   3 where there are three or more nodes, else as many as there are (1 on one node, so the
   single-machine default and its speed are unchanged; 2 on two, which keeps the data through one
   disk's loss, though acks=all then waits for both while min.insync.replicas is 2).
 - `assign_replicas`: a new topic's (or new partitions') replicas on the nodes holding fewest, the
-  preferred leader (the first) the one of them leading fewest.
+  preferred leader (the first) the one of them leading fewest, the others among the equally
+  loaded and leading the ones that share fewest partitions with it so far.
 - `replacements`: for partitions that had a replica on a node that is gone for good, the target
-  a reassignment moves them to (the lost replica's place taken by the least loaded other node),
-  so a lost node's data is copied back to the replication factor (KIP-455's way).
+  a reassignment moves them to (the lost replica's place taken by another node), so a lost
+  node's data is copied back to the replication factor (KIP-455's way).
 """
 
 from __future__ import annotations
@@ -39,14 +43,16 @@ def replication_factor_error(requested: int, nodes: int) -> str | None:
     return None
 
 
-def _counts(assignments: Iterable[tuple[int, ...]]) -> tuple[Counter[int], Counter[int]]:
+def _counts(assignments: Iterable[tuple[int, ...]]) -> tuple[Counter[int], Counter[int], Counter[tuple[int, int]]]:
     leaders: Counter[int] = Counter()
     replicas: Counter[int] = Counter()
+    pairs: Counter[tuple[int, int]] = Counter()
     for assigned in assignments:
         if assigned:
             leaders[assigned[0]] += 1
             replicas.update(assigned)
-    return leaders, replicas
+            pairs.update((a, b) for a in assigned for b in assigned if a != b)
+    return leaders, replicas, pairs
 
 
 def assign_replicas(
@@ -59,7 +65,7 @@ def assign_replicas(
     ids = sorted(set(replica_ids))
     if not 1 <= replication_factor <= len(ids):
         raise ValueError(f"replication factor {replication_factor} with {len(ids)} node(s)")
-    leaders, load = _counts((existing or {}).values())
+    leaders, load, pairs = _counts((existing or {}).values())
     out: dict[TP, tuple[int, ...]] = {}
     for tp in partitions:
         # Replicas on the nodes holding fewest (every node stays within one of even). The leader
@@ -69,10 +75,19 @@ def assign_replicas(
         tier = [r for r in ids if load[r] == least]
         eligible = tier if len(tier) >= replication_factor else ids
         first = min(eligible, key=lambda r: (leaders[r], load[r], r))
-        rest = sorted((r for r in ids if r != first), key=lambda r: (load[r], -leaders[r], r))
-        assigned = (first, *rest[: replication_factor - 1])
+        chosen = [first]
+        while len(chosen) < replication_factor:
+            # The least loaded; among those the node leading most (the ones leading fewest stay
+            # free to lead the next partitions: leaders stay within one of even too), then the one
+            # that has shared fewest partitions with those chosen.
+            chosen.append(min(
+                (r for r in ids if r not in chosen),
+                key=lambda r: (load[r], -leaders[r], sum(pairs[(r, c)] for c in chosen), r),
+            ))
+        assigned = tuple(chosen)
         leaders[first] += 1
         load.update(assigned)
+        pairs.update((a, b) for a in assigned for b in assigned if a != b)
         out[tp] = assigned
     return out
 
@@ -81,25 +96,33 @@ def replacements(
     assignments: Mapping[TP, tuple[int, ...]], gone: Collection[int], replica_ids: Collection[int]
 ) -> dict[TP, tuple[int, ...]]:
     """For each partition with a replica in `gone`, its assignment with every gone replica replaced
-    (in its place, so a preferred leader's replacement is preferred) by the live node holding
-    fewest replicas that is not already one of its replicas. A partition with no such node left
-    keeps what it has (fewer nodes than its replication factor: nothing to move to)."""
+    in its place (a preferred leader's replacement is preferred: the live node leading fewest;
+    another's, the one holding fewest) by a live node that is not already one of its replicas. A
+    gone replica with no such node left is dropped from the target (fewer live nodes than the
+    replication factor); a partition with no live node at all is left out."""
     live = sorted(set(replica_ids) - set(gone))
-    _, load = _counts(a for a in assignments.values())
+    affected = {tp for tp, a in assignments.items() if any(r in gone for r in a)}
+    leaders, load, _ = _counts(a for tp, a in assignments.items() if tp not in affected)
+    load.update(r for tp in affected for r in assignments[tp] if r not in gone)  # they stay, leading or not
     out: dict[TP, tuple[int, ...]] = {}
-    for tp, assigned in sorted(assignments.items()):
-        if not any(r in gone for r in assigned):
-            continue
-        target = list(assigned)
-        for i, r in enumerate(target):
+    for tp in sorted(affected):
+        assigned = assignments[tp]
+        target: list[int] = []
+        for i, r in enumerate(assigned):
             if r not in gone:
+                target.append(r)
                 continue
-            candidates = [n for n in live if n not in target]
+            candidates = [n for n in live if n not in assigned and n not in target]
             if not candidates:
-                break
-            new = min(candidates, key=lambda n: (load[n], n))
-            target[i] = new
-            load[new] += 1
-        else:
-            out[tp] = tuple(target)
+                continue
+            if i == 0:
+                new = min(candidates, key=lambda n: (leaders[n], load[n], n))
+            else:
+                new = min(candidates, key=lambda n: (load[n], leaders[n], n))
+            target.append(new)
+        if not target:
+            continue
+        leaders[target[0]] += 1
+        load.update(r for r in target if r not in assigned)
+        out[tp] = tuple(target)
     return out

@@ -71,7 +71,8 @@ def test_a_change_that_does_not_follow_the_recorded_one_is_a_bug():
 def test_registering_twice_keeps_the_first_and_unknown_partitions_are_refused():
     meta, _ = with_topic()
     applied(meta, meta.register_partitions({("orders", 0): (1, 2, 3)}))
-    assert meta.register_partitions({("orders", 0): (3, 2, 1)}).records == []
+    again = meta.register_partitions({("orders", 0): (3, 2, 1)})
+    assert again.records == [] and again.response == {("orders", 0): meta.registrations[("orders", 0)]}
     with pytest.raises(ValueError):
         meta.register_partitions({("orders", 5): (1, 2, 3)})
 
@@ -84,3 +85,16 @@ def test_deleting_the_topic_removes_its_registrations():
     applied(meta, r)
     assert meta.registrations == {}
     assert reload(written).registrations == {}
+
+
+@pytest.mark.parametrize("bad", [
+    PartitionRegistration((9,), (1, 2, 3), 1, 1, 1),  # the ISR outside the replicas
+    PartitionRegistration((1, 2, 3), (2, 3), 1, 1, 1),  # a leader outside the ISR
+    PartitionRegistration((1, 1, 3), (1, 3), 1, 1, 1),  # a replica twice
+    PartitionRegistration((1, 2, 3), (1, 2), 1, 1, 1, (4,), ()),  # adding one that is no replica
+])
+def test_an_impossible_registration_is_refused(bad):
+    meta, _ = with_topic()
+    applied(meta, meta.register_partitions({("orders", 0): (1, 2, 3)}))
+    with pytest.raises(ValueError):
+        meta.change_partitions({("orders", 0): bad})
