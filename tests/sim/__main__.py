@@ -5,6 +5,7 @@
     python -m tests.sim --kind share --seeds 2000 [--retention]   # the share side (or --kind all)
     python -m tests.sim --kind coordinator --seeds 2000           # the composed coordinator side
     python -m tests.sim --kind replication --seeds 5000           # replicated partitions (issue 25)
+    python -m tests.sim --kind log-replication --seeds 500        # the same on real logs (slower)
 """
 
 from __future__ import annotations
@@ -12,20 +13,24 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import tempfile
 import time
 from collections import Counter
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
-from tests.sim import coordinator_world, harness, replication_world, share_world, world
+from tests.sim import coordinator_world, harness, log_replication_world, replication_world, share_world, world
 
-DEFAULT_STEPS = {"group": 400, "share": 300, "coordinator": 400, "replication": 1000}
+DEFAULT_STEPS = {"group": 400, "share": 300, "coordinator": 400, "replication": 1000, "log-replication": 400}
 KINDS = tuple(DEFAULT_STEPS)
 
 
 def _make(kind: str, seed: int, retention: bool):
+    if kind == "log-replication":
+        return log_replication_world.LogReplicationWorld(seed, Path(tempfile.mkdtemp(prefix="raygroups-sim-")))
     if kind == "replication":
         return replication_world.ReplicationWorld(seed)
     if kind == "coordinator":
@@ -38,6 +43,9 @@ def _run(kind: str, seed: int, steps: int, retention: bool) -> dict[str, int]:
     what its consumer-protocol members reached)."""
     if kind == "replication":
         return replication_world.run(seed, steps).counts
+    if kind == "log-replication":
+        with tempfile.TemporaryDirectory(prefix="raygroups-sim-") as root:
+            return log_replication_world.run(seed, Path(root), steps).counts
     if kind == "group":
         world.run(seed, steps)
     elif kind == "share":
@@ -59,7 +67,7 @@ def replay(kind: str, seed: int, steps: int, verbose: bool, retention: bool, con
                 for line in sim.trace[before:]:
                     console.print(f"[dim]{n:4}[/] {line}", highlight=False)
             sim.check()
-        if kind == "replication":
+        if kind in ("replication", "log-replication"):
             before = len(sim.trace)
             sim.heal_and_converge()
             if verbose:
