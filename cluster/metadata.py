@@ -86,6 +86,18 @@ class PartitionValue:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicaDirectoryKey:
+    """A data directory the controller has seen (cluster/log/data_directory.py)."""
+
+    directory_id: uuid.UUID
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaDirectoryValue:
+    replica_id: int  # the replica it holds logs as; ids are never reused
+
+
+@dataclass(frozen=True, slots=True)
 class ProducerIdsKey:
     """The single key of the producer id counter: compaction keeps its latest value."""
 
@@ -114,6 +126,7 @@ CODEC.register(PartitionEpochKey, PartitionEpochValue, name="PartitionEpoch")
 CODEC.register(ProducerIdsKey, ProducerIdsValue, name="ProducerIds")
 CODEC.register(GroupConfigKey, GroupConfigValue, name="GroupConfig")
 CODEC.register(PartitionKey, PartitionValue, name="Partition")
+CODEC.register(ReplicaDirectoryKey, ReplicaDirectoryValue, name="ReplicaDirectory")
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 INT64_MAX = 2**63 - 1
@@ -212,6 +225,7 @@ class ClusterMetadata:
         self.next_producer_id = 0
         self.group_configs: dict[str, dict[str, str]] = {}
         self.registrations: dict[tuple[str, int], PartitionRegistration] = {}
+        self.replica_ids: dict[uuid.UUID, int] = {}  # by data directory id
         self.touched = TouchedKeys()
 
     # -- replay ------------------------------------------------------------------------------
@@ -231,6 +245,8 @@ class ClusterMetadata:
         elif isinstance(key, PartitionKey):
             tp = (key.topic, key.partition)
             self.touched.save(("registration", tp), lambda: self.registrations.get(tp))
+        elif isinstance(key, ReplicaDirectoryKey):
+            self.touched.save(("replica_id", key.directory_id), lambda: self.replica_ids.get(key.directory_id))
         if isinstance(key, TopicKey):
             old = self.topics.pop(key.name, None)
             if old is not None:
@@ -261,6 +277,11 @@ class ClusterMetadata:
                     tuple(v.replicas), tuple(v.isr), v.leader, v.leader_epoch, v.partition_epoch,
                     tuple(v.adding), tuple(v.removing),
                 )
+        elif isinstance(key, ReplicaDirectoryKey):
+            if record.value is None:
+                self.replica_ids.pop(key.directory_id, None)
+            else:
+                self.replica_ids[key.directory_id] = record.value.replica_id
         else:
             raise TypeError(f"unexpected record {key!r}")
 
@@ -288,6 +309,11 @@ class ClusterMetadata:
                     self.registrations.pop(what[1], None)
                 else:
                     self.registrations[what[1]] = old
+            elif what[0] == "replica_id":
+                if old is None:
+                    self.replica_ids.pop(what[1], None)
+                else:
+                    self.replica_ids[what[1]] = old
             else:
                 self.next_producer_id = old
 
@@ -457,6 +483,16 @@ class ClusterMetadata:
                 raise ValueError(f"{topic}-{partition}: {registration}: {problem}")
             records.append(_registration_record(topic, partition, registration))
         return Result(records=records)
+
+    def register_directory(self, directory_id: uuid.UUID) -> Result[int]:
+        """The replica id of the data directory `directory_id`: the one it was given before, else
+        the next id never given (one past the largest; a wiped directory comes back as a new
+        replica, never as its old self)."""
+        known = self.replica_ids.get(directory_id)
+        if known is not None:
+            return Result.of(known)
+        new = max(self.replica_ids.values(), default=-1) + 1
+        return Result(records=[Record(ReplicaDirectoryKey(directory_id), ReplicaDirectoryValue(new))], response=new)
 
     def allocate_producer_ids(self, assigned_to: str, size: int = PRODUCER_ID_BLOCK_SIZE) -> Result[ProducerIdBlock]:
         """The next block of producer ids (Kafka's ProducerIdControlManager.generateNextProducerId)."""

@@ -4,6 +4,8 @@ gone with their topic."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from cluster.metadata import CODEC, ClusterMetadata, TopicSpec
@@ -98,3 +100,17 @@ def test_an_impossible_registration_is_refused(bad):
     applied(meta, meta.register_partitions({("orders", 0): (1, 2, 3)}))
     with pytest.raises(ValueError):
         meta.change_partitions({("orders", 0): bad})
+
+
+def test_data_directories_get_replica_ids_once_and_never_again():
+    meta = ClusterMetadata()
+    written = []
+    a, b = uuid.uuid4(), uuid.uuid4()
+    for directory, expected in ((a, 0), (b, 1), (a, 0)):
+        result = meta.register_directory(directory)
+        written += result.records
+        assert applied(meta, result) == expected
+    assert len(written) == 2  # a directory seen before writes nothing
+    meta2 = reload(written)
+    assert meta2.replica_ids == {a: 0, b: 1}
+    assert applied(meta2, meta2.register_directory(uuid.uuid4())) == 2

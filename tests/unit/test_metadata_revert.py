@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -28,6 +29,7 @@ def state(meta: ClusterMetadata) -> dict:
             "leader_epochs": meta.leader_epochs,
             "next_producer_id": meta.next_producer_id,
             "registrations": meta.registrations,
+            "replica_ids": meta.replica_ids,
         }
     )
 
@@ -53,6 +55,7 @@ FAILING = {
     "bump epochs": lambda m: m.bump_epochs([("kept", 0), ("kept", 1)]),
     "hand out producer ids": lambda m: m.allocate_producer_ids("gateway-0"),
     "register replicated partitions": lambda m: m.register_partitions({("kept", 1): (1, 2, 3)}),
+    "register a data directory": lambda m: m.register_directory(uuid.UUID(int=7)),
     "elect a new leader": lambda m: m.change_partitions({("kept", 0): reconcile(m.registrations[("kept", 0)], {2, 3})}),
 }
 

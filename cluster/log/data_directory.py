@@ -1,0 +1,65 @@
+"""A data directory's identity: `meta.properties` with a directory id (Kafka's, KIP-858).
+
+A Ray node has no name that outlives it (a node that restarts comes back under a new node id),
+so what a replica is, for replication, is the storage it keeps its logs on: the directory id
+written here the first time a data directory is used. The controller maps each directory id to a
+replica id (cluster/metadata.py), so a node that restarts with its disk keeps its replicas, and
+one whose disk was wiped or replaced comes back as a new replica, whose predecessor's partitions
+are copied to it by reassignment.
+
+Text, as Kafka's file: `version=1` and `directory.id=<uuid>` lines. Written to a temporary file,
+fsynced, renamed into place and the directory fsynced, so a crash leaves no file (and the next
+start writes one) or a whole one. A file that cannot be read is an error, never replaced: a new
+id would make the node a stranger to its own logs.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+META_NAME = "meta.properties"
+_TMP_NAME = META_NAME + ".tmp"
+_VERSION = "1"
+
+
+class DataDirectoryError(RuntimeError):
+    pass
+
+
+def directory_id(root: Path) -> uuid.UUID:
+    """The directory id of the data directory `root`, made and written durably on first use."""
+    root = Path(root)
+    path = root / META_NAME
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return _create(root)
+    fields = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    try:
+        if fields.get("version") != _VERSION:
+            raise ValueError(f"version {fields.get('version')!r}")
+        return uuid.UUID(fields["directory.id"])
+    except (KeyError, ValueError) as exc:
+        raise DataDirectoryError(f"{path}: not a raygroups data directory identity ({exc}); "
+                                 "restore it, or move the directory aside to start this node afresh") from exc
+
+
+def _create(root: Path) -> uuid.UUID:
+    root.mkdir(parents=True, exist_ok=True)
+    new = uuid.uuid4()
+    tmp = root / _TMP_NAME
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, f"version={_VERSION}\ndirectory.id={new}\n".encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(tmp, root / META_NAME)
+    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return new
