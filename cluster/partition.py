@@ -23,6 +23,7 @@ from cluster.batching import BatchingQueue
 from cluster.log import LogWriteError, OffsetOutOfRange, PartitionLog, group_commit
 from cluster.producer_state import Accepted, Duplicate, ProducerStateEntry, ProducerStateManager, Verdict
 from cluster.recordbatch import BatchError, BatchHeader, check_produced, parse_header, record_timestamps
+from cluster.replication.leader import check_leader_epoch
 
 
 # Every answer crosses Ray: as flat messages (kernel/message.py) they pickle as a plain tuple, in
@@ -43,12 +44,8 @@ class FetchOutcome:
     records: bytes = b""
 
 
-def check_client_epoch(client_epoch: int, leader_epoch: int) -> ErrorCode | None:
-    """KIP-320, for user and internal partitions alike: a client behind the leader's epoch is
-    fenced (FENCED_LEADER_EPOCH); one ahead of it must wait (UNKNOWN_LEADER_EPOCH); -1 sent none."""
-    if client_epoch < 0 or client_epoch == leader_epoch:
-        return None
-    return ErrorCode.fenced_leader_epoch if client_epoch < leader_epoch else ErrorCode.unknown_leader_epoch
+# KIP-320, for user and internal partitions alike, and for follower fetches: one check.
+check_client_epoch = check_leader_epoch
 
 
 @dataclass(slots=True)

@@ -9,7 +9,6 @@ so a byte flipped below the recovery point is still found and cut, only later.
 from __future__ import annotations
 
 import logging
-import os
 import struct
 from dataclasses import dataclass
 
@@ -59,16 +58,7 @@ def read_checkpoint(files: LogFiles) -> Checkpoint | None:
 def write_checkpoint(files: LogFiles, checkpoint: Checkpoint) -> None:
     """Write-to-temp, fsync, rename, fsync the directory: a crash leaves the old file or the new one."""
     body = _BODY.pack(_MAGIC, FORMAT_VERSION, checkpoint.base_offset, checkpoint.length)
-    data = body + _CRC.pack(crc32c.crc32c(body))
-    tmp_path = files.directory / TMP_NAME
-    fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        files.write_all(fd, data)
-        files.fsync(fd)
-    finally:
-        os.close(fd)
-    os.rename(tmp_path, files.directory / CHECKPOINT_NAME)
-    files.fsync_directory()
+    files.replace_file(CHECKPOINT_NAME, body + _CRC.pack(crc32c.crc32c(body)), TMP_NAME)
 
 
 def remove_checkpoint(files: LogFiles) -> None:

@@ -15,9 +15,10 @@ id would make the node a stranger to its own logs.
 
 from __future__ import annotations
 
-import os
 import uuid
 from pathlib import Path
+
+from cluster.log.files import FileOps, LogFiles
 
 META_NAME = "meta.properties"
 _TMP_NAME = META_NAME + ".tmp"
@@ -49,17 +50,5 @@ def directory_id(root: Path) -> uuid.UUID:
 def _create(root: Path) -> uuid.UUID:
     root.mkdir(parents=True, exist_ok=True)
     new = uuid.uuid4()
-    tmp = root / _TMP_NAME
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, f"version={_VERSION}\ndirectory.id={new}\n".encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.rename(tmp, root / META_NAME)
-    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    LogFiles(root, FileOps()).replace_file(META_NAME, f"version={_VERSION}\ndirectory.id={new}\n".encode(), _TMP_NAME)
     return new

@@ -16,7 +16,6 @@ replica reads back from the batch headers on open.
 from __future__ import annotations
 
 import logging
-import os
 
 from cluster.log.files import LogFiles
 
@@ -46,12 +45,4 @@ def read_epoch_checkpoint(files: LogFiles) -> list[tuple[int, int]] | None:
 
 def write_epoch_checkpoint(files: LogFiles, entries: list[tuple[int, int]]) -> None:
     body = "\n".join([str(_VERSION), str(len(entries)), *(f"{e} {s}" for e, s in entries)]) + "\n"
-    tmp_path = files.directory / TMP_NAME
-    fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        files.write_all(fd, body.encode())
-        files.fsync(fd)
-    finally:
-        os.close(fd)
-    os.rename(tmp_path, files.directory / EPOCH_CHECKPOINT_NAME)
-    files.fsync_directory()
+    files.replace_file(EPOCH_CHECKPOINT_NAME, body.encode(), TMP_NAME)

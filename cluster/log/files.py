@@ -101,6 +101,19 @@ class LogFiles:
     def truncate(self, fd: int, size: int) -> None:
         self.ops.truncate(fd, size)
 
+    def replace_file(self, name: str, data: bytes, tmp_name: str) -> None:
+        """Write `name` whole or not at all: to `tmp_name`, fsync, rename over `name`, fsync the
+        directory (a crash leaves the old file or the new one; open() removes a stray tmp file)."""
+        tmp_path = self.directory / tmp_name
+        fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            self.write_all(fd, data)
+            self.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp_path, self.directory / name)
+        self.fsync_directory()
+
     def fsync_directory(self) -> None:
         """Make creates, renames and unlinks in the directory durable."""
         fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)

@@ -33,7 +33,9 @@ NO_OFFSET = -1
 
 
 def check_leader_epoch(request_epoch: int, leader_epoch: int) -> ErrorCode | None:
-    """KIP-320: a request behind the leader's epoch is fenced; one ahead of it must wait."""
+    """KIP-320, for clients and followers alike (cluster/partition.py uses it too): a request behind
+    the leader's epoch is fenced (FENCED_LEADER_EPOCH); one ahead of it must wait
+    (UNKNOWN_LEADER_EPOCH); -1 sent none."""
     if request_epoch < 0 or request_epoch == leader_epoch:
         return None
     return ErrorCode.fenced_leader_epoch if request_epoch < leader_epoch else ErrorCode.unknown_leader_epoch
