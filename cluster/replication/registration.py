@@ -152,6 +152,17 @@ def restarted(reg: PartitionRegistration, replicas: Collection[int], alive: Coll
     return reconcile(reconcile(reg, [r for r in alive if r not in replicas]), alive)
 
 
+def registered_again(
+    reg: PartitionRegistration, replica: int, alive: Collection[int], log_lost: bool
+) -> PartitionRegistration:
+    """A replica that started again registers before it acts (a new incarnation in `alive`):
+    without its log if its data directory changed (`lost_log`), fenced and back in any case
+    (`restarted`), then the partition reconciled to who lives."""
+    if log_lost:
+        reg = lost_log(reg, replica, alive)
+    return reconcile(restarted(reg, [replica], alive), alive)
+
+
 def lost_log(reg: PartitionRegistration, replica: int, alive: Collection[int]) -> PartitionRegistration:
     """`replica` came back with an empty log where it had one: it is out of the ISR, whatever it
     was, and leads only after it has caught up and the leader added it again."""

@@ -117,17 +117,24 @@ class Harness:
 W = TypeVar("W", bound=Harness)
 
 
-def run(make: Callable[[], W], seed: int, steps: int, label: str = "") -> W:
-    """Run one seed; raise Violation (with the seed and the last steps) on the first broken invariant."""
+def run(
+    make: Callable[[], W], seed: int, steps: int, label: str = "", finish: Callable[[W], None] | None = None
+) -> W:
+    """Run one seed, then `finish` (a world's healing, before it closes); raise Violation (with the
+    seed and the last steps) on the first broken invariant."""
     world = make()
     n = 0
+    at = None
     try:
         for n in range(steps):
             world.step()
             world.check()
+        if finish is not None:
+            at = "healing"
+            finish(world)
     except Violation as exc:
         tail = "\n  ".join(world.trace[-25:])
-        raise Violation(f"{label}seed {seed}, step {n}: {exc}\n  last steps:\n  {tail}") from None
+        raise Violation(f"{label}seed {seed}, {at or f'step {n}'}: {exc}\n  last steps:\n  {tail}") from None
     finally:
         world.close()
     return world

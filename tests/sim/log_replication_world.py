@@ -34,10 +34,10 @@ from cluster.replication.registration import (
     AlterPartition,
     PartitionRegistration,
     answer_alter_partition,
-    lost_log,
     reconcile,
-    restarted,
+    registered_again,
 )
+from tests.sim import harness
 from tests.sim.harness import Harness, Violation
 
 REPLICAS = (0, 1, 2)
@@ -186,12 +186,10 @@ class LogReplicationWorld(Harness):
         self._open(r)
         self.trace.append(f"restart {r.id} (log end {r.replica.log.end_offset})")
         # It registers before it acts (replication_world.controller_register says why).
-        reg = self.registration
-        if self.directory_ids[r.id] != r.directory_id:
-            self.directory_ids[r.id] = r.directory_id
-            reg = lost_log(reg, r.id, self.alive)
+        log_lost = self.directory_ids[r.id] != r.directory_id
+        self.directory_ids[r.id] = r.directory_id
         self.alive = {**self.alive, r.id: r.incarnation}
-        self._register(reconcile(restarted(reg, [r.id], self.alive), self.alive), f"{r.id} registers")
+        self._register(registered_again(self.registration, r.id, self.alive, log_lost), f"{r.id} registers")
         self._check_log(r)
 
     # -- replicas --------------------------------------------------------------------------------
@@ -365,7 +363,7 @@ class LogReplicationWorld(Harness):
                 r.incarnation += 1
                 self._open(r)
                 self.alive = {**self.alive, r.id: r.incarnation}
-                self._register(reconcile(restarted(self.registration, [r.id], self.alive), self.alive), "heal")
+                self._register(registered_again(self.registration, r.id, self.alive, False), "heal")
         for _ in range(steps):
             roll = self.rng.random()
             rid = self.rng.choice(REPLICAS)
@@ -417,17 +415,6 @@ class LogReplicationWorld(Harness):
 
 
 def run(seed: int, root: Path, steps: int = 400) -> LogReplicationWorld:
-    """One seed, then healing; raise Violation with the seed and the last steps."""
-    world = LogReplicationWorld(seed, root)
-    n = 0
-    try:
-        for n in range(steps):
-            world.step()
-            world.check()
-        world.heal_and_converge()
-    except Violation as exc:
-        tail = "\n  ".join(world.trace[-25:])
-        raise Violation(f"log replication seed {seed}, step {n}: {exc}\n  last steps:\n  {tail}") from None
-    finally:
-        world.close()
-    return world
+    return harness.run(
+        lambda: LogReplicationWorld(seed, root), seed, steps, "log replication ", LogReplicationWorld.heal_and_converge
+    )

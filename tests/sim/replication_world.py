@@ -44,9 +44,9 @@ from cluster.replication.registration import (
     AlterPartition,
     PartitionRegistration,
     answer_alter_partition,
-    lost_log,
     reassign,
     reconcile,
+    registered_again,
     restarted,
 )
 from tests.sim import harness
@@ -234,15 +234,11 @@ class ReplicationWorld(Harness):
         incarnation, and whether it still has its data directory. Until then the controller
         judges AlterPartition by what it knew, which must not admit the new life on the old
         one's fetches."""
-        reg = self.registration
-        if self.directories[r.id] != r.directory:
-            self.directories[r.id] = r.directory
-            reg = lost_log(reg, r.id, self.controller_alive)
-        known = self.controller_alive.get(r.id)
+        log_lost = self.directories[r.id] != r.directory
+        self.directories[r.id] = r.directory
         self.controller_alive = {**self.controller_alive, r.id: r.incarnation}
-        if known is not None and known != r.incarnation:
-            reg = restarted(reg, [r.id], self.controller_alive)
-        self._register(reconcile(reg, self.controller_alive), f"{r.id} registers (incarnation {r.incarnation})")
+        reg = registered_again(self.registration, r.id, self.controller_alive, log_lost)
+        self._register(reg, f"{r.id} registers (incarnation {r.incarnation})")
 
     def produce(self, rid: int) -> None:
         r = self.replicas[rid]
@@ -566,13 +562,4 @@ class ReplicationWorld(Harness):
 
 
 def run(seed: int, steps: int = 600) -> ReplicationWorld:
-    def make() -> ReplicationWorld:
-        return ReplicationWorld(seed)
-
-    world = harness.run(make, seed, steps, label="replication ")
-    try:
-        world.heal_and_converge()
-    except Violation as exc:
-        tail = "\n  ".join(world.trace[-25:])
-        raise Violation(f"replication seed {seed}, healing: {exc}\n  last steps:\n  {tail}") from None
-    return world
+    return harness.run(lambda: ReplicationWorld(seed), seed, steps, "replication ", ReplicationWorld.heal_and_converge)

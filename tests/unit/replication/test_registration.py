@@ -14,6 +14,7 @@ from cluster.replication.registration import (
     lost_log,
     reassign,
     reconcile,
+    registered_again,
     restarted,
 )
 
@@ -503,3 +504,11 @@ def test_a_new_leader_epochs_requests_start_afresh():
     assert moved.leader == 2 and moved.isr == (2,)
     after, fresh = answer_alter_partition(moved, request(moved, (2, 3), sequence=1), ALIVE, answer)
     assert fresh.error is ErrorCode.none and after.isr == (2, 3)
+
+
+def test_a_replica_registering_again_without_its_log_leaves_the_isr_and_hands_over():
+    start = reg()
+    after = registered_again(start, 1, {1: 1, 2: 0, 3: 0}, log_lost=True)
+    assert after.leader == 2 and 1 not in after.isr and after.leader_epoch == start.leader_epoch + 1
+    kept = registered_again(start, 3, {1: 0, 2: 0, 3: 1}, log_lost=False)
+    assert kept.leader == 1 and kept.isr == (1, 2)  # fenced and back: out of the ISR until it rejoins
