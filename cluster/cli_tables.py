@@ -28,6 +28,7 @@ def status_document(state: dict[str, Any], actors: list[dict[str, Any]]) -> dict
         "topics": state["topics"],
         "leaders": state["leaders"],
         "groups": state.get("groups", {}),
+        "replicas": state.get("replicas", []),
         "share_partitions": [sp for a in actors for sp in a.get("share_partitions") or []],
         "events": state["events"],
     }
@@ -40,6 +41,8 @@ def actors_table(actors: list[dict[str, Any]]) -> Table:
     for a in sorted(actors, key=lambda a: (a["kind"], a["name"])):
         parts = a.get("partitions") or []
         detail = a.get("address", "")
+        if "replica_id" in a:
+            detail = f"replica {a['replica_id']}"  # the data directory it keeps its logs in
         if a["kind"] == "gateway" and "connections" in a:
             detail = f"{detail} conns={a['connections']} reqs={a['requests']}"
         if a.get("error"):

@@ -31,6 +31,7 @@ from kernel.codec import Record, RecordCodec
 from kernel.result import Result
 from kernel.snapshot import TouchedKeys
 
+from cluster.replication.placement import assign_replicas, replication_factor_error
 from cluster.replication.registration import NO_LEADER, PartitionRegistration
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -169,6 +170,22 @@ class TopicOutcome:
     message: str | None = None
     topic_id: uuid.UUID | None = None
     partitions: int = -1
+    replication_factor: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Replication:
+    """Where a replicated cluster (issue 25: data directories of their own on several nodes)
+    puts new partitions' replicas: on these replica ids (the data directories live actors keep
+    logs in), as many as asked, or `default_factor` for -1 (cluster/replication/placement.py).
+    A cluster with one data directory (one node, or nodes sharing one) passes none: its partitions
+    have one copy and no registration, as before replication."""
+
+    replica_ids: tuple[int, ...]
+    default_factor: int
+
+    def factor(self, requested: int) -> int:
+        return min(self.default_factor, len(self.replica_ids)) if requested == -1 else requested
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,12 +346,15 @@ class ClusterMetadata:
         self,
         specs: list[TopicSpec],
         validate_only: bool = False,
-        max_replication_factor: int = 1,
         limits: PartitionLimits | None = None,
+        replication: Replication | None = None,
     ) -> Result[list[TopicOutcome]]:
+        """New topics, each whole or not at all; in a replicated cluster with its partitions'
+        registrations in the same batch (a topic is never seen without its replicas)."""
         records: list[Record] = []
         outcomes: list[TopicOutcome] = []
         seen: set[str] = set()
+        placed: dict[tuple[str, int], tuple[int, ...]] = {}
         budget = PartitionBudget(limits, self.partition_count()) if limits is not None else None
         for spec in specs:
             problem = validate_topic_name(spec.name)
@@ -361,15 +381,13 @@ class ClusterMetadata:
                     TopicOutcome(spec.name, ErrorCode.invalid_partitions, "number of partitions must be positive")
                 )
                 continue
-            if spec.replication_factor not in (-1, 1) and spec.replication_factor > max_replication_factor:
-                outcomes.append(
-                    TopicOutcome(
-                        spec.name,
-                        ErrorCode.invalid_replication_factor,
-                        f"replication factor {spec.replication_factor}: raygroups does not replicate "
-                        "topics yet (SPEC.md §7); use 1 or -1",
-                    )
-                )
+            problem = replication_factor_error(
+                spec.replication_factor, len(replication.replica_ids) if replication is not None else 1
+            )
+            if problem:
+                if replication is None:
+                    problem += " (this cluster keeps its logs in one data directory: docs/scale-out.md)"
+                outcomes.append(TopicOutcome(spec.name, ErrorCode.invalid_replication_factor, problem))
                 continue
             problem = budget.take(spec.name, spec.partitions, spec.partitions) if budget is not None else None
             if problem:
@@ -377,13 +395,29 @@ class ClusterMetadata:
                 continue
             seen.add(spec.name)
             topic_id = uuid.uuid4()
+            factor = replication.factor(spec.replication_factor) if replication is not None else 1
             if not validate_only:
                 records.append(
                     Record(TopicKey(spec.name), TopicValue(topic_id, spec.partitions, spec.name in INTERNAL_TOPICS, dict(spec.configs)))
                 )
                 records += self._epoch_records(spec.name, range(spec.partitions))
-            outcomes.append(TopicOutcome(spec.name, ErrorCode.none, None, topic_id, spec.partitions))
+                if replication is not None:
+                    new = [(spec.name, p) for p in range(spec.partitions)]
+                    records += self._assignment_records(new, replication, factor, placed)
+            outcomes.append(TopicOutcome(spec.name, ErrorCode.none, None, topic_id, spec.partitions, factor))
         return Result(records=records, response=outcomes)
+
+    def _assignment_records(
+        self, new: list[tuple[str, int]], replication: Replication, factor: int, placed: dict[tuple[str, int], tuple[int, ...]]
+    ) -> list[Record]:
+        """Registrations of `new` partitions, placed counting what is registered and what this
+        batch `placed` already (several topics in one request spread as one)."""
+        assigned = assign_replicas(new, replication.replica_ids, factor, {**self._assignments(), **placed})
+        placed.update(assigned)
+        return [_registration_record(t, p, PartitionRegistration.new(r)) for (t, p), r in assigned.items()]
+
+    def _assignments(self) -> dict[tuple[str, int], tuple[int, ...]]:
+        return {tp: r.replicas for tp, r in self.registrations.items()}
 
     def delete_topics(self, names: list[str]) -> Result[list[TopicOutcome]]:
         records: list[Record] = []
@@ -405,8 +439,15 @@ class ClusterMetadata:
         return Result(records=records, response=outcomes)
 
     def create_partitions(
-        self, name: str, total: int, validate_only: bool = False, limits: PartitionLimits | None = None
+        self,
+        name: str,
+        total: int,
+        validate_only: bool = False,
+        limits: PartitionLimits | None = None,
+        replication: Replication | None = None,
     ) -> Result[TopicOutcome]:
+        """More partitions for a topic; a replicated topic's new ones get as many replicas as its
+        first has (Kafka's CreatePartitions without assignments), placed where fewest are."""
         info = self.topics.get(name)
         if info is None:
             return Result.of(TopicOutcome(name, ErrorCode.unknown_topic_or_partition, f"unknown topic {name!r}"))
@@ -426,11 +467,20 @@ class ClusterMetadata:
             problem = PartitionBudget(limits, self.partition_count()).take(name, total, total - info.partitions)
             if problem:
                 return Result.of(TopicOutcome(name, ErrorCode.policy_violation, problem))
+        first = self.registrations.get((name, 0))
+        factor = len(first.replicas) if first is not None else 1
+        if first is not None:
+            problem = replication_factor_error(factor, len(replication.replica_ids) if replication is not None else 0)
+            if problem:
+                return Result.of(TopicOutcome(name, ErrorCode.invalid_replication_factor, f"the new partitions' {problem}"))
         records: list[Record] = []
         if not validate_only:
             records.append(Record(TopicKey(name), TopicValue(info.topic_id, total, info.internal, info.configs)))
             records += self._epoch_records(name, range(info.partitions, total))
-        return Result(records=records, response=TopicOutcome(name, ErrorCode.none, None, info.topic_id, total))
+            if first is not None and replication is not None:
+                new = [(name, p) for p in range(info.partitions, total)]
+                records += self._assignment_records(new, replication, factor, {})
+        return Result(records=records, response=TopicOutcome(name, ErrorCode.none, None, info.topic_id, total, factor))
 
     def bump_epochs(self, partitions: list[tuple[str, int]]) -> Result[dict[tuple[str, int], int]]:
         """A new leader epoch for each partition (leadership moved); returns the new epochs."""
@@ -447,8 +497,8 @@ class ClusterMetadata:
     def register_partitions(
         self, assignments: dict[tuple[str, int], tuple[int, ...]]
     ) -> Result[dict[tuple[str, int], PartitionRegistration]]:
-        """Replicated partitions of existing topics, with their replicas (cluster/control/
-        replica_placement.py): all in sync, the first leading, epoch 0. A partition already
+        """Replicated partitions of existing topics, with their replicas (cluster/replication/
+        placement.py): all in sync, the first leading, epoch 0. A partition already
         registered keeps its registration (a controller retrying after a failed write), which
         the answer gives."""
         records: list[Record] = []

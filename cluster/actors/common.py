@@ -6,19 +6,36 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import uuid
+from pathlib import Path
 from typing import Any
 
 from cluster.calls import Endpoint
 from cluster.calls.kinds import ActorKind
 from cluster.channels import ChannelServer
+from cluster.log.data_directory import directory_id, node_data_directory
 from cluster.runtime.collector import settle_at_start
 
 
-def identity(name: str, kind: ActorKind) -> dict[str, Any]:
+def identity(name: str, kind: ActorKind, directory: uuid.UUID | None = None) -> dict[str, Any]:
+    """Who the actor is, for the controller: its node and process, and for an actor that keeps
+    logs, the id of its node's data directory (the replica it is a host of: cluster/log/
+    data_directory.py)."""
     import ray
 
     ctx = ray.get_runtime_context()
-    return {"name": name, "kind": kind.value, "node_id": ctx.get_node_id(), "pid": os.getpid()}
+    out = {"name": name, "kind": kind.value, "node_id": ctx.get_node_id(), "pid": os.getpid()}
+    if directory is not None:
+        out["directory_id"] = str(directory)
+    return out
+
+
+def node_storage(data_dir: str) -> tuple[Path, uuid.UUID]:
+    """In an actor that keeps logs, at start: its node's data directory and that directory's id
+    (made on first use). A damaged identity fails the start with the reason, which the
+    controller reports and retries."""
+    root = node_data_directory(data_dir)
+    return root, directory_id(root)
 
 
 def setup_process() -> None:

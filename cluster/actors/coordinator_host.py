@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import asyncio
 import logging
 import time
@@ -84,6 +86,7 @@ class CoordinatorHost:
         self.name = name
         self.kind = kind
         self.config = config
+        self.directory_id: uuid.UUID | None = None  # its data directory's, once the Ray shell has read it
         self.executor = seams.executor or ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"{name}-io")
         self.runtime = CoordinatorRuntime(
             codec=codec,
@@ -256,7 +259,7 @@ class CoordinatorActorBody(ChannelHost):
         await wait_forever()
 
     async def info(self) -> dict[str, Any]:
-        return {**identity(self.host.name, self.host.kind), "partitions": self.host.led()}
+        return {**identity(self.host.name, self.host.kind, self.host.directory_id), "partitions": self.host.led()}
 
     async def load(self, items: list[tuple[str, int, int]]) -> list[str]:
         return await self.host.load(items)

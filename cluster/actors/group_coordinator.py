@@ -28,7 +28,7 @@ from coordinator.records import CODEC
 from coordinator.shard import GroupCoordinatorShard
 
 from cluster.actors.answer_channels import AnswerChannels
-from cluster.actors.common import setup_process
+from cluster.actors.common import node_storage, setup_process
 from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorHost, Seams
 from cluster.calls import CoordinatorItem, CoordinatorOp, Failed, ParkedItem, pack, unpack
 from cluster.calls.kinds import ActorKind
@@ -206,4 +206,6 @@ class GroupCoordinator(CoordinatorActorBody):
 class GroupCoordinatorActor(GroupCoordinator):
     def __init__(self, name: str, config: Config, data_dir: str, controller: Any = None) -> None:
         setup_process()
-        super().__init__(name, config, data_dir, controller)
+        root, directory = node_storage(data_dir)
+        super().__init__(name, config, str(root), controller)
+        self.host.directory_id = directory

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,7 +26,7 @@ from kio.schema.errors import ErrorCode
 from cluster.calls import FetchItem, ListOffsetsItem, LogEnd, ProduceItem
 from cluster.calls.kinds import ActorKind
 
-from cluster.actors.common import ChannelHost, identity, setup_process, wait_forever
+from cluster.actors.common import ChannelHost, identity, node_storage, setup_process, wait_forever
 from cluster.config import Config
 from cluster.leadership import Leadership, empty_leadership
 from cluster.log import FlushPolicy, LogConfig, PartitionLog
@@ -62,6 +63,7 @@ class PartitionLeader:
         wakeups: Any = None,
     ) -> None:
         self.name = name
+        self.directory_id: uuid.UUID | None = None  # its data directory's, once the Ray shell has read it
         self._open_log = log_opener
         self.config = config
         self.data_dir = Path(data_dir)
@@ -247,7 +249,9 @@ class PartitionLeaderActor(ChannelHost):
         setup_process()
         self.router = Router(controller, empty_leadership())
         persister = Persister(self.router, config["share.coordinator.state.topic.num.partitions"])
-        self.leader = PartitionLeader(name, config, Path(data_dir), persister=persister)
+        root, directory = node_storage(data_dir)
+        self.leader = PartitionLeader(name, config, root, persister=persister)
+        self.leader.directory_id = directory
 
     async def update_leadership(self, leadership: Leadership) -> None:
         self.router.update(leadership)
@@ -263,7 +267,7 @@ class PartitionLeaderActor(ChannelHost):
 
     async def info(self) -> dict[str, Any]:
         return {
-            **identity(self.leader.name, ActorKind.PARTITION_LEADER),
+            **identity(self.leader.name, ActorKind.PARTITION_LEADER, self.leader.directory_id),
             "partitions": self.leader.led(),
             "share_partitions": self.leader.shares.describe(),
         }

@@ -18,7 +18,7 @@ from sharestate.config import ShareCoordinatorConfig
 from sharestate.coordinator_shard import ShareCoordinatorShard
 from sharestate.records import CODEC
 
-from cluster.actors.common import setup_process
+from cluster.actors.common import node_storage, setup_process
 from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorHost, Seams
 from cluster.calls import CoordinatorItem
 from cluster.calls.kinds import ActorKind
@@ -46,4 +46,6 @@ class ShareCoordinator(CoordinatorActorBody):
 class ShareCoordinatorActor(ShareCoordinator):
     def __init__(self, name: str, config: Config, data_dir: str, controller: Any = None) -> None:
         setup_process()
-        super().__init__(name, config, data_dir, controller)
+        root, directory = node_storage(data_dir)
+        super().__init__(name, config, str(root), controller)
+        self.host.directory_id = directory

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,10 @@ class ActorEntry:
     died_at: float | None = None
     node_id: str | None = None
     pid: int | None = None
+    # actors that keep logs: their node's data directory (cluster/log/data_directory.py) and the
+    # replica id the controller's metadata gives it
+    directory_id: uuid.UUID | None = None
+    replica_id: int | None = None
     # gateways only
     gateway: GatewayAddress | None = None
     # restarts that failed in a row, and when the next may be tried (monotonic seconds)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from cluster.metadata import (
     ClusterMetadata,
     PartitionLimits,
     ProducerIdBlock,
+    Replication,
     TopicOutcome,
     TopicSpec,
 )
@@ -80,7 +82,9 @@ class Controller:
         )
         self.pool: ActorPool = pool if pool is not None else RayActorPool(config, self.data_dir, namespace)
         self.events: list[dict[str, Any]] = []
-        self.reconciler = Reconciler(self.pool, config, self._meta, self._bump_epochs, self._event, clock)
+        self.reconciler = Reconciler(
+            self.pool, config, self._meta, self._bump_epochs, self._event, clock, self._register_directory
+        )
         self._loop_task: asyncio.Task | None = None
 
     @property
@@ -102,12 +106,16 @@ class Controller:
         cut = await self.metadata.load(METADATA_TP, 0)
         if cut:
             self._event("log-recovered", f"{METADATA_TOPIC}-0: {cut}")
-        await self._ensure_internal_topics()
+        self._check_internal_topics()
         rec = self.reconciler
         spawned = [rec.spawn(kind) for kind, setting in KIND_COUNT_SETTING.items() for _ in range(self.config[setting])]
         await asyncio.gather(*(rec.bring_up(entry) for entry in spawned))
         async with rec.lock:
-            await rec.step(reason="startup")
+            await rec.step(reason="startup")  # an actor of each kind on every node, up
+            # Only now: the actors have said which data directories there are, which decides
+            # whether the internal topics are created replicated, and where.
+            if await self._ensure_internal_topics():
+                await rec.step(reason="startup")
         own_node = getattr(self.pool, "own_node", lambda: None)()
         gateways = rec.gateways.plan_start(self.host, self.base_port, own_node)
         # A gateway that cannot listen (its port is taken) fails the start: the operator asked for it.
@@ -128,28 +136,61 @@ class Controller:
             self.pool.kill(entry.handle)
         await self.metadata.close()
 
-    async def _ensure_internal_topics(self) -> None:
-        wanted = {
-            CONSUMER_OFFSETS: self.config["offsets.topic.num.partitions"],
-            SHARE_GROUP_STATE: self.config["share.coordinator.state.topic.num.partitions"],
+    def _internal_topics(self) -> dict[str, tuple[int, int]]:
+        """Each internal topic's (partitions, replication factor) as configured."""
+        return {
+            CONSUMER_OFFSETS: (self.config["offsets.topic.num.partitions"], self.config["offsets.topic.replication.factor"]),
+            SHARE_GROUP_STATE: (
+                self.config["share.coordinator.state.topic.num.partitions"],
+                self.config["share.coordinator.state.topic.replication.factor"],
+            ),
         }
+
+    def _check_internal_topics(self) -> None:
         meta = self._meta()
-        for name, partitions in wanted.items():
+        for name, (partitions, _) in self._internal_topics().items():
             existing = meta.topics.get(name)
             if existing is not None and existing.partitions != partitions:
                 raise RuntimeError(
                     f"{name} has {existing.partitions} partitions in this data directory; "
                     f"it cannot change to {partitions} (a group would move to another partition)"
                 )
-        missing = [TopicSpec(name, n) for name, n in wanted.items() if name not in meta.topics]
-        if missing:
-            await self.metadata.write(METADATA_TP, None, lambda _t: self._meta().create_topics(missing))
+
+    async def _ensure_internal_topics(self) -> bool:
+        """Create the internal topics on the first start; each at its own replication factor,
+        capped (like the default) at the data directories there are. Kafka creates them when a
+        coordinator is first looked up and refuses while too few brokers run; raygroups starts
+        with its nodes, and a cluster of one node must serve."""
+        created = False
+        for name, (partitions, factor) in self._internal_topics().items():
+            if name in self._meta().topics:
+                continue
+            replication = self._replication(factor)
+            await self.metadata.write(
+                METADATA_TP, None, lambda _t, n=name, p=partitions, r=replication: self._meta().create_topics(
+                    [TopicSpec(n, p)], replication=r)
+            )
+            created = True
+        return created
+
+    def _replication(self, default_factor: int | None = None) -> Replication | None:
+        """Where new partitions' replicas go: the replica ids of the data directories live actors
+        keep logs in; None where there is one (one node, or nodes sharing a directory), whose
+        partitions keep one copy unregistered, as before replication."""
+        ids = sorted({e.replica_id for e in self.actors.values() if e.ready and e.replica_id is not None})
+        if len(ids) < 2:
+            return None
+        factor = self.config["default.replication.factor"] if default_factor is None else default_factor
+        return Replication(tuple(ids), factor)
 
     def _meta(self) -> ClusterMetadata:
         return self.metadata.shard(METADATA_TP)
 
     async def _bump_epochs(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         return await self.metadata.write(METADATA_TP, None, lambda _t: self._meta().bump_epochs(partitions))
+
+    async def _register_directory(self, directory: uuid.UUID) -> int:
+        return await self.metadata.write(METADATA_TP, None, lambda _t: self._meta().register_directory(directory))
 
     def snapshot(self) -> Leadership:
         return self.reconciler.snapshot()
@@ -162,7 +203,8 @@ class Controller:
         limits = PartitionLimits.from_config(self.config)
         async with self.reconciler.lock:
             outcomes: list[TopicOutcome] = await self.metadata.write(
-                METADATA_TP, None, lambda _t: self._meta().create_topics(specs, validate_only, limits=limits)
+                METADATA_TP, None,
+                lambda _t: self._meta().create_topics(specs, validate_only, limits=limits, replication=self._replication()),
             )
             if not validate_only and any(o.error_code == ErrorCode.none for o in outcomes):
                 await self.reconciler.step(reason="topics created")
@@ -194,7 +236,8 @@ class Controller:
         limits = PartitionLimits.from_config(self.config)
         async with self.reconciler.lock:
             outcome: TopicOutcome = await self.metadata.write(
-                METADATA_TP, None, lambda _t: self._meta().create_partitions(name, total, validate_only, limits)
+                METADATA_TP, None,
+                lambda _t: self._meta().create_partitions(name, total, validate_only, limits, self._replication()),
             )
             if outcome.error_code == ErrorCode.none and not validate_only:
                 await self.reconciler.step(reason="partitions created")
@@ -245,6 +288,8 @@ class Controller:
 
         async def one(entry: ActorEntry) -> dict[str, Any]:
             base = {"name": entry.name, "kind": entry.kind.value, "alive": entry.alive, "node_id": entry.node_id}
+            if entry.replica_id is not None:
+                base["replica_id"] = entry.replica_id
             if entry.gateway is not None:
                 base["address"] = f"{entry.gateway.host}:{entry.gateway.port}"
             if not entry.alive:
@@ -313,8 +358,22 @@ class Controller:
                 {"topic": tp[0], "partition": tp[1], "actor": name, "epoch": meta.leader_epochs.get(tp, 0)}
                 for tp, name in sorted(self.leaders.items())
             ],
+            "replicas": self._replicas(),
             "events": self.events[-50:],
         }
+
+    def _replicas(self) -> list[dict[str, Any]]:
+        """Each data directory the controller knows, as the replica it is, and the nodes whose live
+        actors keep logs in it now (one per node; several with a shared data directory; none for
+        a node that left or a directory that was wiped)."""
+        nodes: dict[int, set[str]] = {}
+        for e in self.actors.values():
+            if e.alive and e.replica_id is not None and e.node_id is not None:
+                nodes.setdefault(e.replica_id, set()).add(e.node_id)
+        return [
+            {"replica_id": rid, "directory_id": str(d), "nodes": sorted(nodes.get(rid, ()))}
+            for d, rid in sorted(self._meta().replica_ids.items(), key=lambda item: item[1])
+        ]
 
     def events_since(self, index: int) -> tuple[int, list[dict[str, Any]]]:
         return len(self.events), self.events[index:]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -72,11 +73,13 @@ class Reconciler:
         bump_epochs: Callable[[list[TP]], Awaitable[dict[TP, int]]],
         event: Callable[[str, str], None],
         clock: Callable[[], float] = time.monotonic,
+        register_directory: Callable[[uuid.UUID], Awaitable[int]] | None = None,
     ) -> None:
         self.pool = pool
         self.config = config
         self.meta = meta
         self.bump_epochs = bump_epochs
+        self.register_directory = register_directory
         self.event = event
         self.clock = clock
         self.actors: dict[str, ActorEntry] = {}
@@ -105,6 +108,7 @@ class Reconciler:
         self.gateways = GatewayKeeper(self)
         self.changes = LeadershipChanges()
         self._lost_with_node: set[str] = set()  # actors taken as dead because their node left
+        self._registering: set[uuid.UUID] = set()  # data directories whose registration was asked
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -362,6 +366,14 @@ class Reconciler:
         info = await self.pool.info(entry.handle)
         entry.node_id = info["node_id"]
         entry.pid = info.get("pid")
+        if info.get("directory_id") and self.register_directory is not None:
+            # Durable before the actor counts as up: which replica its storage is outlives it.
+            directory = entry.directory_id = uuid.UUID(info["directory_id"])
+            new = directory not in self.meta().replica_ids and directory not in self._registering
+            self._registering.add(directory)  # the actors of one node come up together
+            entry.replica_id = await self.register_directory(directory)
+            if new:
+                self.event("replica", f"data directory {directory} on node {entry.node_id} is replica {entry.replica_id}")
         entry.move_to(ActorState.READY)
         self._ready_at[entry.name] = self.clock()
         handle = entry.handle

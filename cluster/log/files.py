@@ -101,9 +101,11 @@ class LogFiles:
     def truncate(self, fd: int, size: int) -> None:
         self.ops.truncate(fd, size)
 
-    def replace_file(self, name: str, data: bytes, tmp_name: str) -> None:
+    def replace_file(self, name: str, data: bytes, tmp_name: str, exclusive: bool = False) -> None:
         """Write `name` whole or not at all: to `tmp_name`, fsync, rename over `name`, fsync the
-        directory (a crash leaves the old file or the new one; open() removes a stray tmp file)."""
+        directory (a crash leaves the old file or the new one; open() removes a stray tmp file).
+        `exclusive`: only if `name` does not exist (FileExistsError otherwise), for a file several
+        processes may race to create: link(2), unlike rename, never replaces, so exactly one wins."""
         tmp_path = self.directory / tmp_name
         fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
@@ -111,7 +113,13 @@ class LogFiles:
             self.fsync(fd)
         finally:
             os.close(fd)
-        os.rename(tmp_path, self.directory / name)
+        if exclusive:
+            try:
+                os.link(tmp_path, self.directory / name)
+            finally:
+                os.unlink(tmp_path)
+        else:
+            os.rename(tmp_path, self.directory / name)
         self.fsync_directory()
 
     def fsync_directory(self) -> None:

@@ -11,6 +11,8 @@ and a network that reorders and drops.
 - registration.py: the controller's record of a partition (replicas, ISR, leader, epochs) and the
   changes it makes: elections from the ISR, fencing, AlterPartition (KIP-497), reassignment
   (KIP-455: a partition moves by copying its log to new replicas).
+- placement.py: where replicas go: one per node (data directory), leaders and replicas spread
+  evenly, the default replication factor, the replacements for a node lost for good.
 - leader.py: the leader's side: follower progress, the ISR and its pending change, the high
   watermark, acks=all (Kafka's Partition).
 - follower.py: the follower's side: where to fetch from, truncation on a diverging epoch

@@ -79,6 +79,13 @@ def test_status_and_actors_json_have_the_leadership_map(cluster):
     actors_doc = json.loads(actors.stdout)
     assert {"gateway", "partition-leader", "group-coordinator"} <= {a["kind"] for a in actors_doc["actors"]}
     assert leader(actors_doc, "mapped", 0)["actor"] == leader(doc, "mapped", 0)["actor"]
+    # One node, one data directory: one replica, which every actor keeping logs is a host of.
+    (replica,) = doc["replicas"]
+    assert replica["replica_id"] == 0 and replica["nodes"] == doc["nodes"]
+    meta = (cluster.data_dir / "meta.properties").read_text()
+    assert f"directory.id={replica['directory_id']}" in meta
+    keepers = [a for a in actors_doc["actors"] if a["kind"] != "gateway" and a["alive"]]
+    assert keepers and all(a["replica_id"] == 0 for a in keepers)
 
 
 def test_kill_leader_of_fails_that_partition_over(cluster):

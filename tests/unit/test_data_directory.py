@@ -37,3 +37,21 @@ def test_a_write_cut_short_leaves_no_identity_and_the_next_start_makes_one(tmp_p
     (tmp_path / (META_NAME + ".tmp")).write_text("version=1\ndirectory.id=")
     made = directory_id(tmp_path)
     assert directory_id(tmp_path) == made
+
+
+def _identity_of(root: str) -> str:
+    return str(directory_id(root))
+
+
+def test_actors_starting_together_on_one_node_all_get_the_one_id(tmp_path):
+    """Every actor on a node reads the identity at start; those that find it missing at once must
+    not each write their own (a rename would let the last one replace what the first returned)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    for attempt in range(5):
+        root = tmp_path / f"data{attempt}"
+        with ProcessPoolExecutor(4) as pool:
+            ids = list(pool.map(_identity_of, [str(root)] * 8))
+        assert len(set(ids)) == 1
+        assert ids[0] == str(directory_id(root))
+        assert [p.name for p in root.iterdir()] == [META_NAME]  # no temporary file left behind

@@ -5,10 +5,12 @@ gone with their topic."""
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 
 import pytest
+from kio.schema.errors import ErrorCode
 
-from cluster.metadata import CODEC, ClusterMetadata, TopicSpec
+from cluster.metadata import CODEC, ClusterMetadata, Replication, TopicSpec
 from cluster.replication.registration import PartitionRegistration, reassign, reconcile
 
 
@@ -114,3 +116,54 @@ def test_data_directories_get_replica_ids_once_and_never_again():
     meta2 = reload(written)
     assert meta2.replica_ids == {a: 0, b: 1}
     assert applied(meta2, meta2.register_directory(uuid.uuid4())) == 2
+
+
+def test_a_replicated_cluster_creates_topics_with_their_replicas_in_the_same_batch():
+    meta = ClusterMetadata()
+    three = Replication((0, 1, 2), default_factor=3)
+    result = meta.create_topics([TopicSpec("a", 3), TopicSpec("b", 3, replication_factor=2)], replication=three)
+    outcomes = applied(meta, result)
+    assert [(o.error_code, o.replication_factor) for o in outcomes] == [(ErrorCode.none, 3), (ErrorCode.none, 2)]
+    regs = meta.registrations
+    assert sorted(regs) == [(t, p) for t in "ab" for p in range(3)]
+    assert all(len(regs[("a", p)].replicas) == 3 and len(regs[("b", p)].replicas) == 2 for p in range(3))
+    # Both topics of the request spread as one: six leaders on three replicas, two each.
+    assert sorted(Counter(r.leader for r in regs.values()).values()) == [2, 2, 2]
+    assert all(r.isr == r.replicas and r.leader_epoch == 0 for r in regs.values())
+    assert reload(result.records).registrations == regs
+
+
+def test_the_default_factor_is_capped_at_the_replicas_there_are_and_an_asked_one_is_not():
+    meta = ClusterMetadata()
+    two = Replication((4, 7), default_factor=3)
+    outcomes = applied(meta, meta.create_topics(
+        [TopicSpec("auto", 2), TopicSpec("three", 2, replication_factor=3)], replication=two))
+    assert (outcomes[0].error_code, outcomes[0].replication_factor) == (ErrorCode.none, 2)
+    assert outcomes[1].error_code == ErrorCode.invalid_replication_factor
+    assert "larger than the 2 node(s)" in outcomes[1].message
+    assert "three" not in meta.topics and {r.replicas for r in meta.registrations.values()} <= {(4, 7), (7, 4)}
+
+
+def test_one_data_directory_keeps_one_copy_and_no_registration():
+    meta = ClusterMetadata()
+    outcomes = applied(meta, meta.create_topics([TopicSpec("one", 2), TopicSpec("two", 2, replication_factor=2)]))
+    assert (outcomes[0].error_code, outcomes[0].replication_factor) == (ErrorCode.none, 1)
+    assert outcomes[1].error_code == ErrorCode.invalid_replication_factor
+    assert "one data directory" in outcomes[1].message
+    assert meta.registrations == {}
+
+
+def test_new_partitions_of_a_replicated_topic_get_as_many_replicas_as_its_first():
+    meta = ClusterMetadata()
+    three = Replication((0, 1, 2), default_factor=3)
+    applied(meta, meta.create_topics([TopicSpec("t", 2, replication_factor=2)], replication=three))
+    outcome = applied(meta, meta.create_partitions("t", 5, replication=three))
+    assert (outcome.error_code, outcome.replication_factor) == (ErrorCode.none, 2)
+    assert all(len(meta.registrations[("t", p)].replicas) == 2 for p in range(5))
+    # Two replicas each on three nodes: ten replicas, within one of even.
+    load = Counter(r for reg in meta.registrations.values() for r in reg.replicas)
+    assert max(load.values()) - min(load.values()) <= 1
+    # With one replica left alive the topic cannot grow at its factor; nothing is written.
+    refused = meta.create_partitions("t", 6, replication=Replication((0,), default_factor=3))
+    assert refused.response.error_code == ErrorCode.invalid_replication_factor and not refused.records
+    assert meta.create_partitions("t", 6).response.error_code == ErrorCode.invalid_replication_factor

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from cluster.log import LogConfig, PartitionLog
-from cluster.metadata import CODEC, ClusterMetadata, TopicSpec
+from cluster.metadata import CODEC, ClusterMetadata, Replication, TopicSpec
 from cluster.replication.registration import reconcile
 from cluster.runtime import CoordinatorRuntime, ManualWakeups, RuntimeConfig, StorageError
 from kernel.clock import ManualClock
@@ -51,7 +51,8 @@ FAILING = {
     "create a topic": lambda m: m.create_topics([TopicSpec("new", 3)]),
     "create two topics": lambda m: m.create_topics([TopicSpec("kept", 1), TopicSpec("other", 2)]),
     "delete a topic": lambda m: m.delete_topics(["kept"]),
-    "grow a topic": lambda m: m.create_partitions("kept", 4),
+    "grow a replicated topic": lambda m: m.create_partitions("kept", 4, replication=Replication((1, 2, 3), 3)),
+    "create a replicated topic": lambda m: m.create_topics([TopicSpec("r", 3)], replication=Replication((1, 2, 3), 3)),
     "bump epochs": lambda m: m.bump_epochs([("kept", 0), ("kept", 1)]),
     "hand out producer ids": lambda m: m.allocate_producer_ids("gateway-0"),
     "register replicated partitions": lambda m: m.register_partitions({("kept", 1): (1, 2, 3)}),

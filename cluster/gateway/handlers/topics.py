@@ -57,7 +57,7 @@ async def create_topics(gw: GatewayContext, request: Request) -> Any:
                     "error_code": o.error_code,
                     "error_message": kafka_message(o.error_code, o.message),
                     "num_partitions": o.partitions,
-                    "replication_factor": 1 if o.error_code == ErrorCode.none else -1,
+                    "replication_factor": o.replication_factor if o.error_code == ErrorCode.none else -1,
                     "configs": None,
                 }
                 for o in outcomes

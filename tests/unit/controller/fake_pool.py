@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ class FakeActor:
     # Loads wait for this gate when it is set up (to die in the middle of one).
     gate: asyncio.Event | None = None
     leadership: Leadership | None = None
+    directory: uuid.UUID | None = None  # its node's data directory id, as an actor that keeps logs says
 
 
 class FakeClock:
@@ -63,7 +65,10 @@ class FakePool:
     async def info(self, handle: FakeActor, timeout: float | None = None) -> dict[str, Any]:
         if handle.dead.is_set():
             raise RuntimeError(f"{handle.name} is dead")
-        return {"name": handle.name, "node_id": handle.node_id, "pid": 1, "partitions": sorted(handle.loaded)}
+        info = {"name": handle.name, "node_id": handle.node_id, "pid": 1, "partitions": sorted(handle.loaded)}
+        if handle.directory is not None:
+            info["directory_id"] = str(handle.directory)
+        return info
 
     async def watch(self, handle: FakeActor) -> None:
         await handle.dead.wait()

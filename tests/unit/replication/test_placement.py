@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cluster.control.replica_placement import (
+from cluster.replication.placement import (
     assign_replicas,
     default_replication_factor,
     replacements,
