@@ -140,9 +140,6 @@ SETTINGS: dict[str, Setting] = {
                 "replicas of each __consumer_offsets partition, at most one per data directory"),
         Setting("share.coordinator.state.topic.replication.factor", 3, Int(1),
                 "replicas of each __share_group_state partition, at most one per data directory"),
-        Setting("min.insync.replicas", 2, Int(1),
-                "in-sync replicas an acks=all write and a coordinator append need (at most the "
-                "partition's replicas)"),
         # raygroups' own
         Setting("raygroups.log.flush", "batch", Choice(("batch", "none")),
                 "batch: fsync once per append batch; none: page cache only (survives a process kill, not a power loss)"),

@@ -258,6 +258,20 @@ def check_shared_storage(nodes: int, shared: bool) -> None:
         )
 
 
+def check_one_data_directory(replicas: list[dict[str, Any]]) -> None:
+    """Until partitions are served replicated (issue 25), nodes must keep their logs in one data
+    directory: actors that opened them in directories of their own (RAYGROUPS_NODE_DATA_DIR
+    differing between nodes) would lose what a partition holds each time it moved node."""
+    used = [r for r in replicas if r["nodes"]]
+    if len(used) > 1:
+        where = "; ".join(f"replica {r['replica_id']} on {', '.join(n[:8] for n in r['nodes'])}" for r in used)
+        raise RayJoinError(
+            f"the nodes keep their logs in {len(used)} different data directories ({where}); raygroups does not "
+            "serve replicated partitions yet, so every node must use one shared directory (--shared-data-dir; "
+            "unset RAYGROUPS_NODE_DATA_DIR)"
+        )
+
+
 def start_cluster(
     config: Config,
     data_dir: Path,
@@ -290,6 +304,7 @@ def start_cluster(
     endpoint = None
     try:
         addresses = controller.start_blocking()
+        check_one_data_directory(controller.status_blocking(30)["replicas"])
         endpoint = start_metrics(config, controller, host)
     except BaseException:
         controller.kill()
