@@ -50,6 +50,9 @@ class ActorPool(Protocol):
 
     async def update_leadership(self, handle: Any, leadership: Leadership, timeout: float) -> None: ...
 
+    async def apply_replicas(self, handle: Any, push: Any) -> None:
+        """Give a host the registrations of its replicas (cluster/control/replica_keeper.py)."""
+
     async def metrics(self, handle: Any, timeout: float) -> dict[str, Any]:
         """The actor's metrics snapshot (cluster/metrics/registry.py)."""
 
@@ -204,6 +207,10 @@ class RayActorPool:
 
     async def update_leadership(self, handle: Any, leadership: Leadership, timeout: float) -> None:
         await _with_timeout(handle.update_leadership.remote(leadership), timeout)
+
+    async def apply_replicas(self, handle: Any, push: Any) -> None:
+        # Bounded: a host that hangs must not hold the reconciler's pass; the next pass pushes again.
+        await _with_timeout(handle.apply_replicas.remote(push), 30)
 
     async def shutdown(self, handle: Any, timeout: float) -> None:
         await _with_timeout(handle.shutdown.remote(), timeout)

@@ -47,6 +47,9 @@ class ActorEntry:
     # replica id the controller's metadata gives it
     directory_id: uuid.UUID | None = None
     replica_id: int | None = None
+    # the order it was spawned in, never reused in a controller's life: the incarnation of the
+    # replicas it hosts (cluster/control/replica_keeper.py)
+    serial: int = 0
     # gateways only
     gateway: GatewayAddress | None = None
     # restarts that failed in a row, and when the next may be tried (monotonic seconds)

@@ -48,11 +48,13 @@ from cluster.metadata import (
     TopicSpec,
 )
 from cluster.control.reconciler import KIND_COUNT_SETTING, Reconciler
+from cluster.replication.registration import AlterPartition, PartitionRegistration
 from cluster.runtime import CoordinatorRuntime, RuntimeConfig
 
 log = logging.getLogger(__name__)
 
 METADATA_TP = (METADATA_TOPIC, 0)
+_UNREGISTERED = PartitionRegistration((), (), -1, 0, 0)  # no replicas to delete
 
 __all__ = ["METADATA_TP", "ActorEntry", "Controller", "ControllerActor"]
 
@@ -83,7 +85,8 @@ class Controller:
         self.pool: ActorPool = pool if pool is not None else RayActorPool(config, self.data_dir, namespace)
         self.events: list[dict[str, Any]] = []
         self.reconciler = Reconciler(
-            self.pool, config, self._meta, self._bump_epochs, self._event, clock, self._register_directory
+            self.pool, config, self._meta, self._bump_epochs, self._event, clock, self._register_directory,
+            self._change_registrations,
         )
         self._loop_task: asyncio.Task | None = None
 
@@ -189,6 +192,9 @@ class Controller:
     async def _bump_epochs(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         return await self.metadata.write(METADATA_TP, None, lambda _t: self._meta().bump_epochs(partitions))
 
+    async def _change_registrations(self, changes: dict[tuple[str, int], PartitionRegistration]) -> None:
+        await self.metadata.write(METADATA_TP, None, lambda _t: self._meta().change_partitions(changes))
+
     async def _register_directory(self, directory: uuid.UUID) -> int:
         return await self.metadata.write(METADATA_TP, None, lambda _t: self._meta().register_directory(directory))
 
@@ -214,18 +220,26 @@ class Controller:
         async with self.reconciler.lock:
             if not self.config["delete.topic.enable"]:
                 return [TopicOutcome(n, ErrorCode.topic_deletion_disabled, "delete.topic.enable is false") for n in names]
+            registered = dict(self._meta().registrations)
             outcomes: list[TopicOutcome] = await self.metadata.write(
                 METADATA_TP, None, lambda _t: self._meta().delete_topics(names)
             )
             deletes: dict[str, list[tuple[str, int]]] = {}
+            hosts = self.reconciler.replicas.hosts
             for o in outcomes:
                 if o.error_code != ErrorCode.none:
                     continue
+                kind = kind_for_topic(o.name)
                 for p in range(o.partitions):
                     leader = self.leaders.pop((o.name, p), None)
                     self.reconciler.failed_loads.pop((o.name, p), None)
                     if leader is not None:
                         deletes.setdefault(leader, []).append((o.name, p))
+                    # A replicated partition's copies go too, wherever they are kept.
+                    for replica in registered.get((o.name, p), _UNREGISTERED).replicas:
+                        host = hosts.get((replica, kind))
+                        if host is not None and host != leader:
+                            deletes.setdefault(host, []).append((o.name, p))
             await self.reconciler.publish()
             await asyncio.gather(
                 *(self.pool.delete(self.actors[n].handle, tps) for n, tps in deletes.items()), return_exceptions=True
@@ -244,6 +258,12 @@ class Controller:
         return outcome
 
     # -- producer ids ---------------------------------------------------------------------------------
+
+    async def alter_partition(
+        self, tp: tuple[str, int], request: AlterPartition
+    ) -> tuple[ErrorCode, PartitionRegistration | None]:
+        """A replicated partition's leader changes its ISR (cluster/control/replica_keeper.py)."""
+        return await self.reconciler.replicas.alter_partition(tp, request)
 
     async def allocate_producer_ids(self, gateway: str) -> ProducerIdBlock:
         """A new block of producer ids for a gateway, durable before it is handed out."""
@@ -338,6 +358,9 @@ class Controller:
         tp = (topic, partition)
         if tp not in self.leaders:
             raise KeyError(f"no partition {topic}-{partition}")
+        if tp in self._meta().registrations:
+            raise KeyError(f"{topic}-{partition} is replicated: it is led by the host of its leader replica, "
+                           "elected by the controller, and moves only by reassignment")
         if entry is None or not entry.alive or not entry.ready:
             raise KeyError(f"no live actor named {actor!r}")
         if entry.kind is not kind_for_topic(topic):
@@ -348,6 +371,7 @@ class Controller:
 
     def status(self) -> dict[str, Any]:
         meta = self._meta()
+        leadership = self.snapshot()
         return {
             "version": self.version,
             "topics": [
@@ -355,7 +379,7 @@ class Controller:
                 for t in sorted(meta.topics.values(), key=lambda t: t.name)
             ],
             "leaders": [
-                {"topic": tp[0], "partition": tp[1], "actor": name, "epoch": meta.leader_epochs.get(tp, 0)}
+                {"topic": tp[0], "partition": tp[1], "actor": name, "epoch": leadership.leaders[tp][1]}
                 for tp, name in sorted(self.leaders.items())
             ],
             "replicas": self._replicas(),
@@ -425,6 +449,11 @@ class ControllerActor:
 
     async def allocate_producer_ids(self, gateway: str) -> ProducerIdBlock:
         return await self.controller.allocate_producer_ids(gateway)
+
+    async def alter_partition(
+        self, tp: tuple[str, int], request: AlterPartition
+    ) -> tuple[ErrorCode, PartitionRegistration | None]:
+        return await self.controller.alter_partition(tp, request)
 
     async def actors_info(self) -> list[dict[str, Any]]:
         return await self.controller.actors_info()

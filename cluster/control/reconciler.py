@@ -32,10 +32,12 @@ from cluster.control.actor_state import ActorEntry, ActorState
 from cluster.calls.kinds import ActorKind, kind_for_topic
 from cluster.config import Config
 from cluster.control.gateway_slots import GatewayKeeper
+from cluster.control.replica_keeper import ReplicaKeeper
 from cluster.leadership import Leadership
 from cluster.control.leadership_changes import Cause, LeadershipChange, LeadershipChanges
 from cluster.metrics.registry import REGISTRY
 from cluster.metadata import ClusterMetadata
+from cluster.replication.registration import PartitionRegistration
 from cluster.control.placement import LiveActor, RebalancePolicy, actors_by_node, desired_leadership, missing_actors
 from cluster.control.placement import rebalance, rebalance_due, retry_delay
 
@@ -51,6 +53,16 @@ KIND_COUNT_SETTING = {
 
 # The cause of the changes a pass makes, by the reason it was run for (the rest is `placement`).
 REASON_CAUSES = {"startup": Cause.STARTUP, "topics created": Cause.CREATED, "partitions created": Cause.CREATED}
+
+
+def _epoch(meta: ClusterMetadata, tp: TP) -> int:
+    """A partition's leader epoch: its registration's if it is replicated."""
+    registration = meta.registrations.get(tp)
+    return registration.leader_epoch if registration is not None else meta.leader_epochs.get(tp, 0)
+
+
+async def _no_registrations(changes: dict[TP, PartitionRegistration]) -> None:
+    raise RuntimeError("this controller keeps no replicated partitions")
 
 
 class LoadTimeout(Exception):
@@ -74,6 +86,7 @@ class Reconciler:
         event: Callable[[str, str], None],
         clock: Callable[[], float] = time.monotonic,
         register_directory: Callable[[uuid.UUID], Awaitable[int]] | None = None,
+        change_registrations: Callable[[dict[TP, PartitionRegistration]], Awaitable[None]] | None = None,
     ) -> None:
         self.pool = pool
         self.config = config
@@ -109,6 +122,8 @@ class Reconciler:
         self.changes = LeadershipChanges()
         self._lost_with_node: set[str] = set()  # actors taken as dead because their node left
         self._registering: set[uuid.UUID] = set()  # data directories whose registration was asked
+        self._serial = 0
+        self.replicas = ReplicaKeeper(self, meta, change_registrations or _no_registrations)
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -161,6 +176,7 @@ class Reconciler:
             if reason == "startup":
                 await self.idle()  # so that the first placement spreads over every node's actors
         await self._place(reason)
+        await self.replicas.step()
         await self._retry_loads(now)
 
     def _missing(self) -> dict[ActorKind, Counter[str | None]]:
@@ -201,10 +217,13 @@ class Reconciler:
             for e in self.actors.values()
             if e.ready and e.kind is not ActorKind.GATEWAY
         ]
-        desired = desired_leadership(list(self.meta().leader_epochs), self.leaders, live)
+        # Replicated partitions are led where their registrations say (self.replicas), not here.
+        registered = self.meta().registrations
+        single = [tp for tp in self.meta().leader_epochs if tp not in registered]
+        desired = desired_leadership(single, self._single_leaders(), live)
         starting = {e.kind for e in self.actors.values() if e.state is ActorState.STARTING}
         # Partitions whose leader is gone and no actor of their kind lives or is on its way.
-        lost = [tp for tp in self.leaders if tp not in desired and kind_for_topic(tp[0]) not in starting]
+        lost = [tp for tp in self._single_leaders() if tp not in desired and kind_for_topic(tp[0]) not in starting]
         if lost:
             for kind, count in Counter(kind_for_topic(tp[0]) for tp in lost).items():
                 self.event("unavailable", f"no live {kind.value} actor for {count} partitions")
@@ -237,12 +256,17 @@ class Reconciler:
         """A fair share to nodes that joined, a bounded number a pass; the next pass goes on."""
         now, policy = self.clock(), self.rebalance_policy
         self.moved_at = {tp: t for tp, t in self.moved_at.items() if now - t < policy.cooldown and tp in self.leaders}
-        moves = rebalance(self.leaders, live, self.moved_at, now, policy)
+        moves = rebalance(self._single_leaders(), live, self.moved_at, now, policy)
         if moves:
             await self.move(moves, reason="node balance", cause=Cause.BALANCE)
             if len(moves) >= policy.max_moves:
                 self.wake()
-        self._rebalance_at = rebalance_due(self.leaders, live, self.moved_at, self.clock(), policy)
+        self._rebalance_at = rebalance_due(self._single_leaders(), live, self.moved_at, self.clock(), policy)
+
+    def _single_leaders(self) -> dict[TP, str]:
+        """The leaders of the partitions kept in one copy, which this reconciler places and moves."""
+        registered = self.meta().registrations
+        return {tp: name for tp, name in self.leaders.items() if tp not in registered}
 
     async def move(self, placement: dict[TP, str], reason: str, cause: Cause) -> None:
         """Give each partition its new leader at a bumped epoch (the caller holds the lock), and
@@ -337,6 +361,7 @@ class Reconciler:
         """Start an actor: on `node`, or (with a node-aware pool) on the node running fewest of its kind."""
         name = f"{kind.value}-{self._next_index[kind]}"
         self._next_index[kind] += 1
+        self._serial += 1
         if node is None and self.nodes:
             running = Counter(e.node_id for e in self.actors.values() if e.alive and e.kind is kind)
             node = min(self.nodes, key=lambda n: (running[n], n))
@@ -345,7 +370,7 @@ class Reconciler:
         else:
             handle = self.pool.spawn(kind, name)
         # Where it was asked to run until it says where it runs: counts it for that node meanwhile.
-        entry = ActorEntry(name, kind, handle, node_id=node)
+        entry = ActorEntry(name, kind, handle, node_id=node, serial=self._serial)
         self.actors[name] = entry
         return entry
 
@@ -424,7 +449,7 @@ class Reconciler:
                 key=lambda g: g.node_id,
             ),
             topics=dict(meta.topics),
-            leaders={tp: (name, meta.leader_epochs.get(tp, 0)) for tp, name in self.leaders.items()},
+            leaders={tp: (name, _epoch(meta, tp)) for tp, name in self.leaders.items()},
             handles={e.name: e.handle for e in self.actors.values() if e.alive and e.kind is not ActorKind.GATEWAY},
             group_configs=dict(meta.group_configs),
         )

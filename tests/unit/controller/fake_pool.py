@@ -26,6 +26,7 @@ class FakeActor:
     gate: asyncio.Event | None = None
     leadership: Leadership | None = None
     directory: uuid.UUID | None = None  # its node's data directory id, as an actor that keeps logs says
+    replicas: Any = None  # the last ReplicaPush it was given
 
 
 class FakeClock:
@@ -98,6 +99,11 @@ class FakePool:
 
     async def update_leadership(self, handle: FakeActor, leadership: Leadership, timeout: float) -> None:
         handle.leadership = leadership
+
+    async def apply_replicas(self, handle: FakeActor, push: Any) -> None:
+        if handle.dead.is_set():
+            raise RuntimeError(f"{handle.name} is dead")
+        handle.replicas = push
 
     async def shutdown(self, handle: FakeActor, timeout: float) -> None:
         pass

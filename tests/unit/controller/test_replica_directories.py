@@ -8,7 +8,10 @@ import asyncio
 import uuid
 from pathlib import Path
 
-from cluster.calls.kinds import ActorKind
+import pytest
+
+from cluster.calls.kinds import ActorKind, kind_for_topic
+from cluster.replication.registration import AlterPartition
 from cluster.config import Config
 from cluster.control.controller import Controller
 from cluster.metadata import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TopicSpec
@@ -145,3 +148,150 @@ def test_nodes_sharing_one_data_directory_keep_one_copy_unregistered(tmp_path):
         assert controller._meta().registrations == {}
 
     run(test, tmp_path, StoragePool(list("ab"), {"a": shared, "b": shared}))
+
+
+def hosted(controller) -> dict[tuple[int, ActorKind], str]:
+    return controller.reconciler.replicas.hosts
+
+
+def check_led_by_leader_hosts(controller, pool) -> None:
+    """Every registered partition with a leader is led by the host of its leader replica, at the
+    registration's epoch, and every host was pushed the registrations of its replicas."""
+    regs = controller._meta().registrations
+    snapshot = controller.snapshot()
+    for tp, reg in regs.items():
+        kind = kind_for_topic(tp[0])
+        if reg.has_leader:
+            assert snapshot.leaders[tp] == (hosted(controller)[(reg.leader, kind)], reg.leader_epoch)
+        else:
+            assert tp not in snapshot.leaders
+        for replica in reg.replicas:
+            name = hosted(controller).get((replica, kind))
+            if name is not None:
+                push = pool.by_name(name).replicas
+                assert push.replica_id == replica and push.registrations[tp] == reg
+
+
+def test_the_hosts_of_leader_replicas_lead_and_every_host_knows_its_replicas(tmp_path):
+    directories = {n: uuid.uuid4() for n in "abc"}
+    pool = StoragePool(list("abc"), directories)
+
+    async def test(controller):
+        await settle(controller)
+        await controller.create_topics([TopicSpec("t", 6)])
+        await settle(controller)
+        hosts = hosted(controller)
+        # One host per data directory and kind.
+        assert sorted(hosts) == sorted((r, k) for r in range(3) for k in
+                                       (ActorKind.GROUP_COORDINATOR, ActorKind.SHARE_COORDINATOR, ActorKind.PARTITION_LEADER))
+        check_led_by_leader_hosts(controller, pool)
+        assert all(r.isr == r.replicas for r in controller._meta().registrations.values())
+        with pytest.raises(KeyError, match="replicated"):
+            await controller.move("t", 0, hosts[(1, ActorKind.PARTITION_LEADER)])
+
+    run(test, tmp_path, pool)
+
+
+def test_a_dead_host_leaves_the_isr_its_leaderships_go_to_in_sync_replicas_and_its_successor_is_fenced(tmp_path):
+    directories = {n: uuid.uuid4() for n in "abc"}
+    pool = StoragePool(list("abc"), directories)
+
+    async def test(controller):
+        await settle(controller)
+        await controller.create_topics([TopicSpec("t", 6)])
+        await settle(controller)
+        regs = dict(controller._meta().registrations)
+        victim = hosted(controller)[(0, ActorKind.PARTITION_LEADER)]
+        pool.kill(pool.by_name(victim))
+        # The pass that sees the death (its replacement on that node not up yet in it).
+        await asyncio.sleep(0)
+        async with controller.reconciler.lock:
+            await controller.reconciler.replicas.step()
+        after = controller._meta().registrations
+        assert sum(reg.leader == 0 for tp, reg in regs.items() if tp[0] == "t") == 2
+        for tp, reg in regs.items():
+            if tp[0] != "t":
+                continue
+            now = after[tp]
+            assert 0 not in now.isr and now.leader in now.isr and now.leader != 0
+            if reg.leader == 0:
+                assert now.leader_epoch == reg.leader_epoch + 1
+        check_led_by_leader_hosts(controller, pool)
+        await settle(controller)
+        successor = hosted(controller)[(0, ActorKind.PARTITION_LEADER)]
+        assert successor != victim
+        # Back, in a new incarnation, but out of the ISR until a leader adds it.
+        assert all(0 not in after[tp].isr for tp in after if tp[0] == "t")
+        assert pool.by_name(successor).replicas.incarnation == controller.actors[successor].serial
+        check_led_by_leader_hosts(controller, pool)
+
+        # The leader adds it back with its new incarnation; the old one's fetches count for nothing.
+        tp = next(tp for tp, reg in after.items() if tp[0] == "t" and 0 in reg.replicas)
+        reg = controller._meta().registrations[tp]
+        isr = tuple(sorted((*reg.isr, 0)))
+        incarnations = lambda i0: tuple(i0 if r == 0 else -1 for r in isr)  # noqa: E731
+        stale = AlterPartition(reg.leader, reg.leader_epoch, reg.partition_epoch, isr,
+                               incarnations(controller.actors[victim].serial), 1)
+        error, answered = await controller.alter_partition(tp, stale)
+        assert error == ErrorCode.ineligible_replica and answered == reg
+        fresh = AlterPartition(reg.leader, reg.leader_epoch, reg.partition_epoch, isr,
+                               incarnations(controller.actors[successor].serial), 2)
+        error, answered = await controller.alter_partition(tp, fresh)
+        assert error == ErrorCode.none and set(answered.isr) == set(isr)
+        assert controller._meta().registrations[tp] == answered
+        # Sent again (its answer lost): the same answer, nothing written twice.
+        assert await controller.alter_partition(tp, fresh) == (ErrorCode.none, answered)
+        check_led_by_leader_hosts(controller, pool)
+
+    run(test, tmp_path, pool)
+
+
+def test_a_node_lost_takes_its_replicas_out_and_a_partition_with_no_live_isr_member_has_no_leader(tmp_path):
+    directories = {n: uuid.uuid4() for n in "abc"}
+    pool = StoragePool(list("abc"), directories)
+
+    async def test(controller):
+        await settle(controller)
+        await controller.create_topics([TopicSpec("one", 3, replication_factor=1), TopicSpec("three", 3)])
+        await settle(controller)
+        lost = pool.by_name(hosted(controller)[(2, ActorKind.PARTITION_LEADER)]).node_id
+        pool.remove_node(lost)
+        controller.reconciler.membership.polled_at = -1e9  # poll the nodes in the next pass
+        await settle(controller)
+        regs = controller._meta().registrations
+        assert sum(reg.replicas == (2,) for reg in regs.values()) == 1
+        for tp, reg in regs.items():
+            if reg.replicas == (2,):
+                # Its only replica is gone: no leader, not in the map, its claim kept for its return.
+                assert not reg.has_leader and reg.isr == (2,)
+            else:
+                assert 2 not in reg.isr and reg.has_leader
+        check_led_by_leader_hosts(controller, pool)
+        assert {r["replica_id"]: r["nodes"] for r in controller.status()["replicas"]}[2] == []
+
+    run(test, tmp_path, pool)
+
+
+def test_a_host_taken_over_at_once_on_its_node_is_still_a_restart(tmp_path):
+    """Two partition leaders a node: when the host dies the other takes its replicas over in the
+    same pass, so the replicas never look absent; the new incarnation alone must fence them (its
+    logs were opened anew, and what the old process had not made durable may be missing)."""
+    directories = {n: uuid.uuid4() for n in "abc"}
+    pool = StoragePool(list("abc"), directories)
+
+    async def test(controller):
+        await settle(controller)
+        await controller.create_topics([TopicSpec("t", 6)])
+        await settle(controller)
+        victim = hosted(controller)[(0, ActorKind.PARTITION_LEADER)]
+        pool.kill(pool.by_name(victim))
+        await asyncio.sleep(0)
+        async with controller.reconciler.lock:
+            await controller.reconciler.replicas.step()
+        successor = hosted(controller)[(0, ActorKind.PARTITION_LEADER)]
+        assert successor != victim and controller.actors[successor].node_id == controller.actors[victim].node_id
+        regs = controller._meta().registrations
+        assert all(0 not in reg.isr for tp, reg in regs.items() if tp[0] == "t")
+        check_led_by_leader_hosts(controller, pool)
+
+    run(test, tmp_path, pool, **{"raygroups.partition.leaders": 6})

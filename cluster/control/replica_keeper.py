@@ -1,0 +1,203 @@
+"""The reconciler's replicated partitions (issue 25): who hosts each replica, the registrations
+kept in step with who lives, and the controller's answers to AlterPartition.
+
+Kafka's ReplicationControlManager, for a cluster whose brokers are Ray actors. A replica is a data
+directory (cluster/log/data_directory.py), so on each node one actor of each kind keeps that
+node's replicas of the partitions of its kind, leading some and following the others, as a Kafka
+broker does: `hosts` maps (replica id, kind) to that actor. It stays the host while it lives
+(its replicas' logs are open in it); when it dies another actor of its kind on a node with that
+data directory takes over, with a new incarnation (KIP-903's broker epoch), and the replicas it
+took over are fenced and back, as a restarted broker is.
+
+Each pass (under the reconciler's lock, level-triggered like the rest):
+- a replica is alive when its (replica id, kind) has a live host; for each partition the replicas
+  alive in another incarnation than the one its registration last saw have restarted;
+  `reconcile(restarted(...))` (cluster/replication/registration.py) takes the dead out of the ISR
+  and elects from the ISR where the leader is gone; the changes are written to the metadata log
+  in one batch before anyone hears of them;
+- the leadership map names, for each registered partition, the host of its leader replica at
+  the registration's leader epoch (a partition without a leader is left out: unavailable);
+- every host is pushed the registrations of its replicas when they changed, with the hosts of the
+  other replicas of its kind to fetch from (`pool.apply_replicas`).
+
+AlterPartition (the leaders' ISR changes) is answered by `alter_partition`, under the keeper's
+own lock rather than the reconciler's, which a pass holds through slow loads: an ISR change
+waits for another registration change, never for a load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kio.schema.errors import ErrorCode
+
+from cluster.calls.kinds import ActorKind, kind_for_topic
+from cluster.control.actor_state import ActorEntry
+from cluster.metadata import ClusterMetadata
+from cluster.replication.registration import (
+    AlterAnswer,
+    AlterPartition,
+    PartitionRegistration,
+    answer_alter_partition,
+    reconcile,
+    restarted,
+)
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+HOST_KINDS = (ActorKind.GROUP_COORDINATOR, ActorKind.SHARE_COORDINATOR, ActorKind.PARTITION_LEADER)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaPush:
+    """What a host is told: the registrations of the replicas it keeps (one per partition, its
+    replica among the registration's replicas), as replica `replica_id` in `incarnation`, and
+    the actor to fetch from for each other replica id of its kind."""
+
+    replica_id: int
+    incarnation: int
+    registrations: dict[TP, PartitionRegistration]
+    sources: dict[int, Any]  # replica id -> the handle of its host (of this host's kind)
+
+
+class KeeperHost(Protocol):
+    """What the keeper needs of the reconciler that owns it."""
+
+    pool: Any
+    actors: dict[str, ActorEntry]
+    leaders: dict[TP, str]
+
+    def event(self, kind: str, detail: str) -> None: ...
+    async def publish(self) -> None: ...
+
+
+def choose_hosts(current: dict[tuple[int, ActorKind], str], actors: list[ActorEntry]) -> dict[tuple[int, ActorKind], str]:
+    """One host per (replica id, kind): the current one while it is ready, else the ready actor
+    of that kind and data directory that came up first (the lowest serial)."""
+    ready = {e.name: e for e in actors if e.ready and e.replica_id is not None and e.kind in HOST_KINDS}
+    hosts: dict[tuple[int, ActorKind], str] = {}
+    for name, entry in sorted(ready.items(), key=lambda item: item[1].serial):
+        key = (entry.replica_id, entry.kind)
+        kept = current.get(key)
+        if kept in ready and ready[kept].replica_id == key[0]:
+            hosts[key] = kept
+        else:
+            hosts.setdefault(key, name)
+    return hosts
+
+
+class ReplicaKeeper:
+    def __init__(
+        self,
+        host: KeeperHost,
+        meta: Callable[[], ClusterMetadata],
+        change: Callable[[dict[TP, PartitionRegistration]], Awaitable[None]],
+    ) -> None:
+        self.host = host
+        self.meta = meta
+        self.change = change  # durable: the metadata write of changed registrations
+        self.hosts: dict[tuple[int, ActorKind], str] = {}
+        # Per partition, the incarnation of each replica's host its registration last saw alive.
+        self.seen: dict[TP, dict[int, int]] = {}
+        self.answers: dict[TP, AlterAnswer] = {}
+        self.lock = asyncio.Lock()
+        self._pushed: dict[str, dict[TP, int]] = {}  # host -> partition epochs it was last pushed
+
+    def alive(self, tp: TP, registration: PartitionRegistration) -> dict[int, int]:
+        """The replicas of `tp` with a live host, each with its host's incarnation."""
+        kind = kind_for_topic(tp[0])
+        out: dict[int, int] = {}
+        for replica in registration.replicas:
+            name = self.hosts.get((replica, kind))
+            entry = self.host.actors.get(name) if name is not None else None
+            if entry is not None and entry.ready:
+                out[replica] = entry.serial
+        return out
+
+    async def step(self) -> None:
+        """One pass: hosts, registrations in step with them, the map, the pushes."""
+        self.hosts = choose_hosts(self.hosts, list(self.host.actors.values()))
+        async with self.lock:
+            registrations = self.meta().registrations
+            changes: dict[TP, PartitionRegistration] = {}
+            seen: dict[TP, dict[int, int]] = {}
+            for tp, reg in registrations.items():
+                alive = self.alive(tp, reg)
+                before = self.seen.get(tp, {})
+                back = [r for r, incarnation in alive.items() if before.get(r) != incarnation]
+                new = reconcile(restarted(reg, back, alive), alive)
+                seen[tp] = alive
+                if new != reg:
+                    changes[tp] = new
+            if changes:
+                await self.change(changes)
+                elected = sum(1 for tp, new in changes.items() if new.leader != registrations[tp].leader)
+                self.host.event("isr", f"{len(changes)} replicated partitions changed with who lives "
+                                       f"({elected} new leaders)")
+            # Only once durable: a pass whose write failed sees the same difference next time.
+            self.seen = seen
+            self.answers = {tp: a for tp, a in self.answers.items() if tp in registrations}
+        await self._lead()
+        await self.push()
+
+    async def _lead(self) -> None:
+        """The leadership map's registered partitions: the host of each one's leader replica."""
+        registrations = self.meta().registrations
+        changed = False
+        for tp, reg in registrations.items():
+            name = self.hosts.get((reg.leader, kind_for_topic(tp[0]))) if reg.has_leader else None
+            if self.host.leaders.get(tp) != name:
+                changed = True
+                if name is None:
+                    del self.host.leaders[tp]
+                else:
+                    self.host.leaders[tp] = name
+        if changed:
+            await self.host.publish()
+
+    async def push(self) -> None:
+        """Tell each host the registrations of its replicas that changed since its last push."""
+        registrations = self.meta().registrations
+        sources: dict[ActorKind, dict[int, Any]] = {}
+        for (replica, kind), name in self.hosts.items():
+            sources.setdefault(kind, {})[replica] = self.host.actors[name].handle
+        pushes: list[tuple[str, ReplicaPush]] = []
+        for (replica, kind), name in self.hosts.items():
+            mine = {tp: reg for tp, reg in registrations.items() if replica in reg.replicas and kind_for_topic(tp[0]) is kind}
+            epochs = {tp: reg.partition_epoch for tp, reg in mine.items()}
+            if self._pushed.get(name, {}) == epochs:
+                continue  # nothing new (nothing at all, where one data directory keeps one copy)
+            entry = self.host.actors[name]
+            pushes.append((name, ReplicaPush(replica, entry.serial, mine, sources[kind])))
+        results = await asyncio.gather(
+            *(self.host.pool.apply_replicas(self.host.actors[name].handle, push) for name, push in pushes),
+            return_exceptions=True,
+        )
+        for (name, push), result in zip(pushes, results):
+            if isinstance(result, BaseException):
+                log.warning("%s did not take its replicas: %s", name, result)
+                self._pushed.pop(name, None)  # the next pass pushes again
+            else:
+                self._pushed[name] = {tp: reg.partition_epoch for tp, reg in push.registrations.items()}
+
+    async def alter_partition(self, tp: TP, request: AlterPartition) -> tuple[ErrorCode, PartitionRegistration | None]:
+        """A leader's ISR change (Kafka's AlterPartition for one partition): applied and durable
+        before the answer, which carries the registration that holds now."""
+        async with self.lock:
+            reg = self.meta().registrations.get(tp)
+            if reg is None:
+                return ErrorCode.unknown_topic_or_partition, None
+            new, answer = answer_alter_partition(reg, request, self.alive(tp, reg), self.answers.get(tp))
+            if new != reg:
+                await self.change({tp: new})
+            self.answers[tp] = answer
+        if new != reg:
+            if new.leader != reg.leader:
+                await self._lead()  # a reassignment completed with a new leader
+            await self.push()  # the other replicas learn the new registration; the leader has it here
+        return answer.error, answer.registration
