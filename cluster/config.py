@@ -140,6 +140,14 @@ SETTINGS: dict[str, Setting] = {
                 "replicas of each __consumer_offsets partition, at most one per data directory"),
         Setting("share.coordinator.state.topic.replication.factor", 3, Int(1),
                 "replicas of each __share_group_state partition, at most one per data directory"),
+        Setting("min.insync.replicas", 2, Int(1),
+                "in-sync replicas an acks=all write needs (at most the partition's replicas); below "
+                "it the high watermark stops"),
+        Setting("replica.lag.time.max.ms", 30_000, Int(0, long=True),
+                "a follower that has not caught up to the leader's log end for this long leaves the ISR"),
+        Setting("replica.fetch.wait.max.ms", 500, Int(0), "longest a follower's fetch waits at its leader"),
+        Setting("replica.fetch.max.bytes", 1_048_576, Int(0), "bytes a follower fetches per partition per call"),
+        Setting("replica.fetch.backoff.ms", 1_000, Int(0), "a follower's wait after a failed fetch"),
         # raygroups' own
         Setting("raygroups.log.flush", "batch", Choice(("batch", "none")),
                 "batch: fsync once per append batch; none: page cache only (survives a process kill, not a power loss)"),

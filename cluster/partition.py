@@ -53,6 +53,19 @@ class _Append:
     batches: list[bytearray]
     headers: list[BatchHeader]
     future: asyncio.Future
+    acks_all: bool = True
+    timeout_ms: int = 30_000
+
+
+@dataclass(slots=True)
+class _Staged:
+    """One append's plan: each request's verdict, in arrival order, and what is to be written."""
+
+    verdicts: list[Verdict]
+    staged: dict[int, ProducerStateEntry]
+    batches: list[bytearray]
+    headers: list[BatchHeader]
+    expected_offsets: list[int]
 
 
 class UserPartition:
@@ -83,7 +96,7 @@ class UserPartition:
 
     # -- produce -------------------------------------------------------------------------------
 
-    def submit(self, records: bytes) -> ProduceOutcome | asyncio.Future:
+    def submit(self, records: bytes, acks_all: bool = True, timeout_ms: int = 30_000) -> ProduceOutcome | asyncio.Future:
         """Check the batches and queue them for the next append: the outcome of a rejected request
         now, else a future of it. Not a coroutine, so that a leader queues the many requests of one
         call without a task each (a task per batch was most of the leader's Python per batch)."""
@@ -102,62 +115,75 @@ class UserPartition:
             batches.append(batch)
             headers.append(header)
         future = asyncio.get_running_loop().create_future()
-        self._appends.put(_Append(batches, headers, future))
+        self._appends.put(_Append(batches, headers, future, acks_all, timeout_ms))
         return future
 
     async def _write(self, appends: list[_Append]) -> None:
-        # Check every request before writing any, in arrival order; offsets are known in advance
-        # because this is the only writer: the log numbers batches on from its end offset.
-        next_offset = self.log.end_offset
-        staged: dict[int, ProducerStateEntry] = {}
-        verdicts: list[Verdict] = []
-        batches: list[bytearray] = []
-        headers: list[BatchHeader] = []
-        expected_offsets: list[int] = []
-        for a in appends:
-            verdict = self.producer_state.analyze(a.headers, next_offset, staged)
-            verdicts.append(verdict)
-            if isinstance(verdict, Accepted):
-                staged.update(verdict.entries)
-                batches += a.batches
-                headers += a.headers
-                for header in a.headers:
-                    expected_offsets.append(next_offset)
-                    next_offset += header.last_offset_delta + 1
+        plan = self._stage(appends)
         offsets: list[int] = []
-        if batches:
+        if plan.batches:
             try:
                 if self._group is not None:
-                    offsets = await self._group.append(self.log, batches, self.epoch, headers)
+                    offsets = await self._group.append(self.log, plan.batches, self.epoch, plan.headers)
                 else:
                     offsets = await asyncio.get_running_loop().run_in_executor(
-                        self.executor, self.log.append, batches, self.epoch, headers
+                        self.executor, self.log.append, plan.batches, self.epoch, plan.headers
                     )
             except LogWriteError as exc:
-                # Nothing was written, so the staged producer state is dropped. Retries, duplicates
-                # and rejections of this append all get the retriable storage error: their answers
-                # may have depended on batches that are not in the log after all.
-                for a in appends:
-                    _resolve(a.future, ProduceOutcome(ErrorCode.kafka_storage_error, message=f"write failed: {exc}"))
+                self._write_failed(appends, exc)
                 return
-            assert offsets == expected_offsets, (offsets, expected_offsets)
-            self.producer_state.update(staged)
+            assert offsets == plan.expected_offsets, (offsets, plan.expected_offsets)
+            self.producer_state.update(plan.staged)
+        for a, outcome in zip(appends, self._outcomes(appends, plan, offsets)):
+            _resolve(a.future, outcome)
+        if plan.batches:
+            self._appended()
+
+    def _stage(self, appends: list[_Append]) -> _Staged:
+        """Check every request before writing any, in arrival order; offsets are known in advance
+        because this is the only writer: the log numbers batches on from its end offset."""
+        next_offset = self.log.end_offset
+        plan = _Staged([], {}, [], [], [])
+        for a in appends:
+            verdict = self.producer_state.analyze(a.headers, next_offset, plan.staged)
+            plan.verdicts.append(verdict)
+            if isinstance(verdict, Accepted):
+                plan.staged.update(verdict.entries)
+                plan.batches += a.batches
+                plan.headers += a.headers
+                for header in a.headers:
+                    plan.expected_offsets.append(next_offset)
+                    next_offset += header.last_offset_delta + 1
+        return plan
+
+    def _outcomes(self, appends: list[_Append], plan: _Staged, offsets: list[int]) -> list[ProduceOutcome]:
+        """Each request's answer once its batches are written at `offsets`."""
+        out = []
         i = 0
         log_start = self.log.log_start_offset
-        for a, verdict in zip(appends, verdicts):
+        for a, verdict in zip(appends, plan.verdicts):
             if isinstance(verdict, Accepted):
-                outcome = ProduceOutcome(ErrorCode.none, offsets[i], log_start)
+                out.append(ProduceOutcome(ErrorCode.none, offsets[i], log_start))
                 i += len(a.batches)
             elif isinstance(verdict, Duplicate):
                 # Kafka answers a retry with the offsets the batch got the first time, and no error.
-                outcome = ProduceOutcome(ErrorCode.none, verdict.batch.first_offset, log_start)
+                out.append(ProduceOutcome(ErrorCode.none, verdict.batch.first_offset, log_start))
             else:
-                outcome = ProduceOutcome(verdict.error_code, message=verdict.message)
-            _resolve(a.future, outcome)
-        if batches:
-            # Wake every waiting fetch, then arm a fresh event for the next ones.
-            self.data_appended.set()
-            self.data_appended = asyncio.Event()
+                out.append(ProduceOutcome(verdict.error_code, message=verdict.message))
+        return out
+
+    @staticmethod
+    def _write_failed(appends: list[_Append], exc: Exception) -> None:
+        # Nothing was written, so the staged producer state is dropped. Retries, duplicates
+        # and rejections of this append all get the retriable storage error: their answers
+        # may have depended on batches that are not in the log after all.
+        for a in appends:
+            _resolve(a.future, ProduceOutcome(ErrorCode.kafka_storage_error, message=f"write failed: {exc}"))
+
+    def _appended(self) -> None:
+        # Wake every waiting fetch, then arm a fresh event for the next ones.
+        self.data_appended.set()
+        self.data_appended = asyncio.Event()
 
     # -- fetch -----------------------------------------------------------------------------------
 
@@ -175,6 +201,11 @@ class UserPartition:
         except OffsetOutOfRange:
             return FetchOutcome(ErrorCode.offset_out_of_range, end, start)
         return FetchOutcome(ErrorCode.none, end, start, data)
+
+    def latest_offset(self) -> int:
+        """Where a consumer starting at the latest would start: the log end (a replicated
+        partition's high watermark)."""
+        return self.log.end_offset
 
     # -- list offsets ------------------------------------------------------------------------------
 

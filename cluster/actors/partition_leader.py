@@ -23,7 +23,7 @@ from typing import Any
 import ray
 from kio.schema.errors import ErrorCode
 
-from cluster.calls import FetchItem, ListOffsetsItem, LogEnd, ProduceItem
+from cluster.calls import Endpoint, FetchItem, ListOffsetsItem, LogEnd, ProduceItem
 from cluster.calls.kinds import ActorKind
 
 from cluster.actors.common import ChannelHost, identity, node_storage, setup_process, wait_forever
@@ -32,7 +32,13 @@ from cluster.leadership import Leadership, empty_leadership
 from cluster.log import FlushPolicy, LogConfig, PartitionLog
 from cluster.metrics import registry as metrics_registry
 from cluster.partition import FetchOutcome, ProduceOutcome, UserPartition, check_client_epoch
+from cluster.clients.controller import ControllerClient
+from cluster.clients.links import ActorLink, this_node
 from cluster.clients.persister import Persister
+from cluster.replicated_partition import ReplicatedPartition
+from cluster.replication.log_replica import ReplicaFetch, ReplicaFetched, ReplicationConfig
+from cluster.replication.manager import ControllerLink, FetcherConfig, LeaderLink, ReplicaManager
+from cluster.replication.push import ReplicaPush
 from cluster.producer_state import ProducerStateManager
 from cluster.clients.routing import Router
 from cluster.runtime import LoopWakeups, SystemClock
@@ -73,8 +79,10 @@ class PartitionLeader:
         # open in progress rather than open the same log directory a second time.
         self._opening: dict[TP, asyncio.Task] = {}
         self._log_config = user_log_config(config)
-        clock = clock or SystemClock()
+        clock = self.clock = clock or SystemClock()
         self.shares = SharePartitionManager(config, persister, clock, wakeups or LoopWakeups(clock), self._leading)
+        # The replicated partitions' replicas kept here, from the controller's first push.
+        self.replicas: ReplicaManager | None = None
 
     # -- leadership -----------------------------------------------------------------------------
 
@@ -121,8 +129,58 @@ class PartitionLeader:
     async def delete(self, items: list[TP]) -> None:
         """Close and remove the partitions' logs (DeleteTopics); also for partitions not loaded here."""
         await self.unload(items)
+        if self.replicas is not None:
+            await self.replicas.delete(items)
         for topic, p in items:
             await self._run(shutil.rmtree, self.data_dir / f"{topic}-{p}", True)
+
+    # -- replicated partitions (issue 25) --------------------------------------------------------
+
+    async def apply_replicas(self, push: ReplicaPush, leader_link: Callable[[int], LeaderLink],
+                             controller: ControllerLink) -> None:
+        """The controller's registrations of the replicas this actor keeps (cluster/control/
+        replica_keeper.py): each replica leads or follows as its registration says, and a
+        partition whose replica here leads is served (produce, fetch, share groups) at its leader
+        epoch; one that stopped leading here closes its serving side, its log stays a follower's."""
+        if self.replicas is None:
+            self.replicas = ReplicaManager(
+                push.replica_id, push.incarnation, self.data_dir, self._log_config, replication_config(self.config),
+                self.clock, leader_link, controller, fetcher_config(self.config),
+            )
+        elif (self.replicas.replica_id, self.replicas.incarnation) != (push.replica_id, push.incarnation):
+            raise ValueError(f"{self.name} keeps replica {self.replicas.replica_id} (incarnation "
+                             f"{self.replicas.incarnation}), not {push.replica_id} ({push.incarnation})")
+        await self.replicas.apply(push.registrations)
+        for tp in push.registrations:
+            await self._serve_if_leading(tp)
+
+    async def _serve_if_leading(self, tp: TP) -> None:
+        assert self.replicas is not None
+        replica = self.replicas.replicas.get(tp)
+        leader = replica.leader if replica is not None else None
+        current = self.partitions.get(tp)
+        if current is not None and not isinstance(current, ReplicatedPartition):
+            return  # kept in one copy, loaded by the controller: not this path's
+        if leader is not None and current is not None and current.replica is replica \
+                and current.epoch == leader.leader_epoch:
+            return
+        if current is not None:
+            self.shares.drop_partition(*tp)  # its share state is re-read by whoever serves it next
+            self.partitions.pop(tp, None)
+            await current.close()
+        if leader is None:
+            return
+        producer_state = await self._run(_rebuild_producer_state, replica.log)
+        self.partitions[tp] = ReplicatedPartition(
+            tp[0], tp[1], leader.leader_epoch, self.replicas, replica, self.executor,
+            self.config["message.max.bytes"], producer_state,
+        )
+
+    async def replica_fetch(self, items: list[tuple[TP, ReplicaFetch]], max_wait_ms: int) -> list[ReplicaFetched]:
+        """A follower host's fetch (Kafka's FetchRequest from a replica)."""
+        if self.replicas is None:
+            return [ReplicaFetched(ErrorCode.not_leader_or_follower) for _ in items]
+        return await self.replicas.replica_fetch(items, max_wait_ms)
 
     async def _close(self, tp: TP) -> None:
         self.shares.drop_partition(*tp)
@@ -155,7 +213,7 @@ class PartitionLeader:
                     ErrorCode.not_leader_or_follower, message=f"{self.name} does not lead {item.topic}-{item.partition}"
                 ))
             else:
-                submitted.append(partition.submit(item.records))
+                submitted.append(partition.submit(item.records, item.acks_all, item.timeout_ms))
         return [s if type(s) is ProduceOutcome else await s for s in submitted]
 
     async def fetch(
@@ -213,6 +271,9 @@ class PartitionLeader:
             if fenced is not None:
                 out.append(LogEnd(fenced))
                 continue
+            if isinstance(partition, ReplicatedPartition) and partition.high_watermark() is None:
+                out.append(LogEnd(ErrorCode.offset_not_available))  # KIP-207: a new leader not caught up
+                continue
             offset, ts = partition.offset_for(item.timestamp)
             out.append(LogEnd(ErrorCode.none, offset, ts, partition.epoch if offset >= 0 else -1))
         return out
@@ -233,6 +294,8 @@ class PartitionLeader:
 
     async def shutdown(self) -> None:
         await self.unload(list(self.partitions))
+        if self.replicas is not None:
+            await self.replicas.close()
         self.executor.shutdown(wait=True)
 
     async def _run(self, fn, *args):
@@ -241,6 +304,18 @@ class PartitionLeader:
 
 def _rebuild_producer_state(log: PartitionLog) -> ProducerStateManager:
     return ProducerStateManager.rebuild(log.batch_headers())
+
+
+def replication_config(config: Config) -> ReplicationConfig:
+    return ReplicationConfig(
+        min_insync_replicas=config["min.insync.replicas"],
+        lag_time_max_ms=config["replica.lag.time.max.ms"],
+        fetch_max_bytes=config["replica.fetch.max.bytes"],
+    )
+
+
+def fetcher_config(config: Config) -> FetcherConfig:
+    return FetcherConfig(max_wait_ms=config["replica.fetch.wait.max.ms"], backoff_ms=config["replica.fetch.backoff.ms"])
 
 
 @ray.remote
@@ -252,6 +327,8 @@ class PartitionLeaderActor(ChannelHost):
         root, directory = node_storage(data_dir)
         self.leader = PartitionLeader(name, config, root, persister=persister)
         self.leader.directory_id = directory
+        self._controller = ControllerClient(controller)
+        self._sources: dict[int, ActorLink] = {}  # the hosts of the other replicas, by replica id
 
     async def update_leadership(self, leadership: Leadership) -> None:
         self.router.update(leadership)
@@ -274,6 +351,18 @@ class PartitionLeaderActor(ChannelHost):
 
     async def load(self, items: list[tuple[str, int, int]]) -> list[str]:
         return await self.leader.load(items)
+
+    async def apply_replicas(self, push: ReplicaPush) -> None:
+        node = this_node()
+        links = {replica: ActorLink(handle, node) for replica, handle in push.sources.items()}
+        self._sources.update(links)
+        await self.leader.apply_replicas(push, self._leader_link, self._controller)
+
+    def _leader_link(self, replica: int) -> LeaderLink:
+        return _LeaderLink(self._sources, replica)
+
+    async def replica_fetch(self, items: list[tuple[TP, ReplicaFetch]], max_wait_ms: int) -> list[ReplicaFetched]:
+        return await self.leader.replica_fetch(items, max_wait_ms)
 
     async def unload(self, items: list[TP]) -> None:
         await self.leader.unload(items)
@@ -311,3 +400,18 @@ class PartitionLeaderActor(ChannelHost):
 
     async def shutdown(self) -> None:
         await self.leader.shutdown()
+
+
+class _LeaderLink:
+    """A follower's way to the host of a leader replica, looked up on each call: the controller's
+    pushes replace a host that died (a new handle under the same replica id)."""
+
+    def __init__(self, sources: dict[int, ActorLink], replica: int) -> None:
+        self.sources = sources
+        self.replica = replica
+
+    async def replica_fetch(self, items: list[tuple[TP, ReplicaFetch]], max_wait_ms: int) -> list[ReplicaFetched]:
+        link = self.sources.get(self.replica)
+        if link is None:
+            raise LookupError(f"no host of replica {self.replica} known yet")
+        return await link.call(Endpoint.REPLICA_FETCH, items, max_wait_ms)

@@ -65,12 +65,16 @@ class FetchPartition:
 
 @message(flat=True)
 class ProduceItem:
-    """One Produce partition's records, routed at `epoch`."""
+    """One Produce partition's records, routed at `epoch`. `acks_all` and `timeout_ms` matter to a
+    replicated partition (acks=all waits for its in-sync replicas, up to the request's timeout);
+    one kept in one copy answers every acks alike, once its log has the records."""
 
     topic: str
     partition: int
     epoch: int
     records: bytes
+    acks_all: bool = True
+    timeout_ms: int = 30_000
 
 
 @message(flat=True)

@@ -116,6 +116,11 @@ class ControllerClient:
     async def create_partitions(self, name: str, total: int, validate_only: bool = False) -> TopicOutcome:
         return await _answer("CreatePartitions", self.handle.create_partitions.remote(name, total, validate_only))
 
+    async def alter_partition(self, tp: tuple[str, int], request: Any) -> tuple[Any, Any]:
+        """A replicated partition's leader changes its ISR (the ControllerLink of
+        cluster/replication/manager.py): (error, the registration that holds now)."""
+        return await self.handle.alter_partition.remote(tp, request)
+
     async def allocate_producer_ids(self, gateway: str) -> ProducerIdBlock:
         return await self.handle.allocate_producer_ids.remote(gateway)
 

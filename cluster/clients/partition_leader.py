@@ -43,13 +43,15 @@ class PartitionLeaderClient:
 
     # -- one partition, batched --------------------------------------------------------------------
 
-    async def produce(self, topic: str, partition: int, records: bytes) -> ProduceOutcome:
+    async def produce(
+        self, topic: str, partition: int, records: bytes, acks_all: bool = True, timeout_ms: int = 30_000
+    ) -> ProduceOutcome:
         try:
             return await self.router.call_leader(
                 topic,
                 partition,
                 Endpoint.PRODUCE,
-                lambda epoch: ProduceItem(topic, partition, epoch, records),
+                lambda epoch: ProduceItem(topic, partition, epoch, records, acks_all, timeout_ms),
                 lambda outcome: outcome.error_code == ErrorCode.not_leader_or_follower,
             )
         except NoLeader as exc:

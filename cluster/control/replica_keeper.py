@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
@@ -38,6 +37,7 @@ from kio.schema.errors import ErrorCode
 from cluster.calls.kinds import ActorKind, kind_for_topic
 from cluster.control.actor_state import ActorEntry
 from cluster.metadata import ClusterMetadata
+from cluster.replication.push import ReplicaPush
 from cluster.replication.registration import (
     AlterAnswer,
     AlterPartition,
@@ -51,18 +51,6 @@ log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
 HOST_KINDS = (ActorKind.GROUP_COORDINATOR, ActorKind.SHARE_COORDINATOR, ActorKind.PARTITION_LEADER)
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaPush:
-    """What a host is told: the registrations of the replicas it keeps (one per partition, its
-    replica among the registration's replicas), as replica `replica_id` in `incarnation`, and
-    the actor to fetch from for each other replica id of its kind."""
-
-    replica_id: int
-    incarnation: int
-    registrations: dict[TP, PartitionRegistration]
-    sources: dict[int, Any]  # replica id -> the handle of its host (of this host's kind)
 
 
 class KeeperHost(Protocol):
@@ -168,9 +156,16 @@ class ReplicaKeeper:
             sources.setdefault(kind, {})[replica] = self.host.actors[name].handle
         pushes: list[tuple[str, ReplicaPush]] = []
         for (replica, kind), name in self.hosts.items():
-            mine = {tp: reg for tp, reg in registrations.items() if replica in reg.replicas and kind_for_topic(tp[0]) is kind}
+            before = self._pushed.get(name, {})
+            # A partition this host keeps, or kept at the last push and has since left (a
+            # completed reassignment): the registration without it tells it to remove its copy.
+            mine = {
+                tp: reg for tp, reg in registrations.items()
+                if kind_for_topic(tp[0]) is kind
+                and (replica in reg.replicas or before.get(tp, reg.partition_epoch) != reg.partition_epoch)
+            }
             epochs = {tp: reg.partition_epoch for tp, reg in mine.items()}
-            if self._pushed.get(name, {}) == epochs:
+            if before == epochs:
                 continue  # nothing new (nothing at all, where one data directory keeps one copy)
             entry = self.host.actors[name]
             pushes.append((name, ReplicaPush(replica, entry.serial, mine, sources[kind])))

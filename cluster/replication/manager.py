@@ -34,6 +34,7 @@ from kio.schema.errors import ErrorCode
 from kernel.clock import Clock
 
 from cluster.log import LogConfig, PartitionLog
+from cluster.recordbatch import BatchHeader
 from cluster.replication.log_replica import LogReplica, ReplicaFetch, ReplicaFetched, ReplicationConfig
 from cluster.replication.registration import AlterPartition, PartitionRegistration
 
@@ -41,6 +42,15 @@ log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
 REQUEST_TIMEOUT_MS = 30_000  # how long past its max wait a fetch may go unanswered (request.timeout.ms)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderWrite:
+    error: ErrorCode
+    offsets: list[int]
+    end: int
+    term: int
+    replica: LogReplica | None
 
 
 class LeaderLink(Protocol):
@@ -148,15 +158,32 @@ class ReplicaManager:
     ) -> tuple[ErrorCode, list[int]]:
         """Append as the leader: (error, base offsets). acks=all waits for the high watermark
         (REQUEST_TIMED_OUT after timeout_ms, as Kafka's DelayedProduce)."""
+        write = await self.write(tp, batches, None, acks_all)
+        if write.error is not ErrorCode.none or not acks_all:
+            return write.error, write.offsets
+        return await self.acks(tp, write, write.end, timeout_ms), write.offsets
+
+    async def write(
+        self, tp: TP, batches: Sequence[bytearray], headers: Sequence[BatchHeader] | None, acks_all: bool
+    ) -> LeaderWrite:
+        """Append as the leader, not waiting for followers: the write's error, base offsets, end
+        offset and leadership term, for `acks`. A writer that batches requests (cluster/partition.py)
+        waits for each acks=all request's own end offset."""
         replica = self.replicas.get(tp)
         if replica is None:
-            return ErrorCode.not_leader_or_follower, []
-        error, offsets, end, term = await self._io(replica.append, batches, None, acks_all, self.clock.now_ms())
+            return LeaderWrite(ErrorCode.not_leader_or_follower, [], -1, -1, None)
+        error, offsets, end, term = await self._io(replica.append, batches, headers, acks_all, self.clock.now_ms())
         self._notify(tp)
-        if error is not ErrorCode.none or not acks_all:
-            return error, offsets
-        answer = await self._wait(tp, lambda: self._reached(tp, replica, end, term), timeout_ms)
-        return (answer if answer is not None else ErrorCode.request_timed_out), offsets
+        return LeaderWrite(error, offsets, end, term, replica)
+
+    async def acks(self, tp: TP, write: LeaderWrite, end: int, timeout_ms: int) -> ErrorCode:
+        """Once the high watermark passes `end` (a request's end offset within `write`): none, or
+        why not (REQUEST_TIMED_OUT after timeout_ms, as Kafka's DelayedProduce)."""
+        replica = write.replica
+        if replica is None:
+            return write.error
+        answer = await self._wait(tp, lambda: self._reached(tp, replica, end, write.term), timeout_ms)
+        return answer if answer is not None else ErrorCode.request_timed_out
 
     def _reached(self, tp: TP, replica: LogReplica, end: int, term: int) -> ErrorCode | None:
         if self.replicas.get(tp) is not replica:
@@ -171,11 +198,13 @@ class ReplicaManager:
         if replica is None or leader is None:
             return ErrorCode.not_leader_or_follower, -1, b""
         visible = leader.visible_high_watermark
+        # In range up to the log end, as Kafka: a new leader's high watermark may lag the one a
+        # consumer was shown by the last, and that consumer must wait, not reset its position.
+        if offset > replica.log.end_offset or offset < replica.log.log_start_offset:
+            return ErrorCode.offset_out_of_range, -1 if visible is None else visible, b""
         if visible is None:
             return ErrorCode.none, -1, b""  # a new leader that cannot yet vouch for its high watermark
-        if offset > visible or offset < replica.log.log_start_offset:
-            return ErrorCode.offset_out_of_range, visible, b""
-        if offset == visible:
+        if offset >= visible:
             return ErrorCode.none, visible, b""
         return ErrorCode.none, visible, replica.log.read(offset, max_bytes, up_to=visible - 1)
 
@@ -340,6 +369,19 @@ class ReplicaManager:
                 error = ErrorCode.kafka_storage_error
             errors += error is not ErrorCode.none
         return errors
+
+    def changed(self, tp: TP) -> asyncio.Event | None:
+        """The event set the next time `tp` changes here (its high watermark, its role, its log);
+        None for a partition not held here. A waiter takes it before it reads, so no change
+        between the read and the wait is missed."""
+        return self._changed.get(tp)
+
+    async def delete(self, tps: list[TP]) -> None:
+        """The partitions' topic was deleted: close and remove their logs here."""
+        async with self._applying:
+            for tp in tps:
+                await self._remove(tp)
+                self._applied.pop(tp, None)
 
     # -- plumbing --------------------------------------------------------------------------------
 

@@ -228,8 +228,8 @@ class SharePartitionManager:
             return log_.log_start_offset
         if reset.strategy == "by_duration":
             offset, _ = partition.offset_for(self.clock.now_ms() - reset.duration_ms)
-            return log_.end_offset if offset < 0 else offset
-        return log_.end_offset
+            return partition.latest_offset() if offset < 0 else offset
+        return partition.latest_offset()
 
     # -- views ---------------------------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ class RecordingPartitions:
     def __init__(self) -> None:
         self.produced: list[tuple[str, int]] = []
 
-    async def produce(self, topic: str, partition: int, records: bytes) -> ProduceOutcome:
+    async def produce(self, topic: str, partition: int, records: bytes, acks_all: bool = True, timeout_ms: int = 30_000) -> ProduceOutcome:
         self.produced.append((topic, partition))
         return ProduceOutcome(ErrorCode.none, 7, 0)
 

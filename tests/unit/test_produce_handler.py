@@ -27,7 +27,7 @@ class Partitions:
     def __init__(self) -> None:
         self.produced: list[tuple[str, int, bytes]] = []
 
-    async def produce(self, topic: str, partition: int, records: bytes) -> ProduceOutcome:
+    async def produce(self, topic: str, partition: int, records: bytes, acks_all: bool = True, timeout_ms: int = 30_000) -> ProduceOutcome:
         self.produced.append((topic, partition, records))
         if (topic, partition) == ("a", 1):
             return ProduceOutcome(ErrorCode.kafka_storage_error, message="write failed: disk full")

@@ -1,7 +1,8 @@
 """Produce: each partition's batches go to the actor leading it; batched per actor per tick.
 
 acks=0 gets no response at all (Kafka), acks=1 and acks=-1 both answer once the leader has the
-batches in its log under the flush policy: with no follower replicas, the leader is the ISR.
+batches in its log under the flush policy; on a replicated partition acks=-1 waits for its
+in-sync replicas too (cluster/replicated_partition.py), up to the request's timeout.
 
 This runs once per produced batch of every producer, so the answer is built straight from kio's
 classes (a template per version) rather than through the generic dict coercion, and partitions
@@ -20,7 +21,7 @@ from cluster.gateway.apis import ApiKey
 from cluster.gateway.answers import Shape, answer_shape
 from cluster.gateway.connection import Request
 from cluster.gateway.context import GatewayContext
-from cluster.gateway.handlers.common import kafka_message, partition_known, topic_names
+from cluster.gateway.handlers.common import kafka_message, ms, partition_known, topic_names
 from cluster.partition import ProduceOutcome
 
 
@@ -30,6 +31,7 @@ async def produce(gw: GatewayContext, request: Request) -> Any:
     by_id = request.api_version >= 13  # KIP-516: v13 names topics by id, in request and answer
     names = await topic_names(gw, body.topic_data, by_id)
     rejected = _request_error(acks, body.transactional_id)
+    timeout = ms(body.timeout)
 
     keys: list[tuple[Any, int]] = []  # (the topic as the request names it: name, or id from v13; partition)
     outcomes: list[ProduceOutcome | None] = []
@@ -45,7 +47,7 @@ async def produce(gw: GatewayContext, request: Request) -> Any:
                 records = p.records
                 if type(records) is not bytes:
                     records = bytes(records or b"")
-                waiting.append((len(outcomes), gw.partitions.produce(topic, p.index, records)))
+                waiting.append((len(outcomes), gw.partitions.produce(topic, p.index, records, acks == -1, timeout)))
             keys.append((ref, p.index))
             outcomes.append(outcome)
     if len(waiting) == 1:

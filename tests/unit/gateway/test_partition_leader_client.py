@@ -57,7 +57,7 @@ class FakePartitions:
     def __init__(self) -> None:
         self.produced: list[tuple] = []
 
-    async def produce(self, topic, partition, records):
+    async def produce(self, topic, partition, records, acks_all=True, timeout_ms=30_000):
         self.produced.append((topic, partition, records))
         return ProduceOutcome(ErrorCode.none, base_offset=len(self.produced))
 

@@ -1,0 +1,23 @@
+"""What the controller tells a replica host (cluster/control/replica_keeper.py sends it; the actor
+that keeps the replicas applies it: cluster/actors/partition_leader.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cluster.replication.registration import PartitionRegistration
+
+TP = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaPush:
+    """The registrations of the replicas a host keeps (one per partition, its replica among the
+    registration's replicas, or no longer: then it removes its copy), as replica `replica_id` in
+    `incarnation`, and the actor to fetch from for each other replica id of its kind."""
+
+    replica_id: int
+    incarnation: int
+    registrations: dict[TP, PartitionRegistration]
+    sources: dict[int, Any]  # replica id -> the Ray handle of its host (of this host's kind)

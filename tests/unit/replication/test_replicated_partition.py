@@ -1,0 +1,228 @@
+"""Replicated user partitions served by partition leaders (issue 25), without Ray: three
+PartitionLeader objects, each keeping one replica in its own data directory, linked in-process,
+and a controller side that keeps the registration with the real registration functions and pushes
+it as the controller's keeper does (ReplicaPush). What a client sees: acks=all answered once the
+in-sync replicas hold the write, NOT_ENOUGH_REPLICAS below min.insync.replicas, reads below the
+high watermark, idempotent retries recognised by the next leader, and a leader that stopped
+leading refusing writes."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kio.schema.errors import ErrorCode
+
+from cluster.actors.partition_leader import PartitionLeader
+from cluster.calls import FetchItem, ListOffsetsItem, ProduceItem
+from cluster.config import Config
+from cluster.recordbatch import iter_batches
+from cluster.replication.push import ReplicaPush
+from cluster.replication.registration import PartitionRegistration, answer_alter_partition, reconcile
+from tests.raw_producer import producer_batch
+from tests.unit.replication.test_manager import until
+
+TP = ("orders", 0)
+SETTINGS = {
+    "message.max.bytes": 1 << 20,
+    "min.insync.replicas": 2,
+    "replica.lag.time.max.ms": 1_500,
+    "replica.fetch.wait.max.ms": 50,
+    "replica.fetch.backoff.ms": 20,
+}
+
+
+class Link:
+    def __init__(self, world: World, replica: int) -> None:
+        self.world, self.replica = world, replica
+
+    async def replica_fetch(self, items, max_wait_ms):
+        host = self.world.hosts.get(self.replica)
+        if host is None:
+            await asyncio.sleep(0.01)
+            raise ConnectionError(f"replica {self.replica} is gone")
+        return await host.replica_fetch(items, max_wait_ms)
+
+
+class World:
+    def __init__(self, tmp_path, replicas=(0, 1, 2), **settings) -> None:
+        self.tmp_path = tmp_path
+        self.config = Config({**SETTINGS, **settings})
+        self.hosts: dict[int, PartitionLeader] = {}
+        self.incarnations: dict[int, int] = {}
+        self.registration = PartitionRegistration.new(replicas)
+        self.last_alter = None
+
+    def alive(self) -> dict[int, int]:
+        return {r: self.incarnations[r] for r in self.hosts}
+
+    async def start(self, replica: int) -> PartitionLeader:
+        self.incarnations[replica] = self.incarnations.get(replica, 0) + 1
+        host = PartitionLeader(f"partition-leader-{replica}", self.config, self.tmp_path / str(replica))
+        self.hosts[replica] = host
+        await self.push_to(replica)
+        return host
+
+    async def stop(self, replica: int) -> None:
+        await self.hosts.pop(replica).shutdown()
+        await self.register(reconcile(self.registration, self.alive()))
+
+    async def alter_partition(self, tp, request):
+        registration, self.last_alter = answer_alter_partition(self.registration, request, self.alive(), self.last_alter)
+        await self.register(registration)
+        return self.last_alter.error, self.last_alter.registration
+
+    async def register(self, registration: PartitionRegistration) -> None:
+        if registration != self.registration:
+            self.registration = registration
+            for replica in list(self.hosts):
+                asyncio.ensure_future(self.push_to(replica))
+
+    async def push_to(self, replica: int) -> None:
+        host = self.hosts.get(replica)
+        if host is not None:
+            push = ReplicaPush(replica, self.incarnations[replica], {TP: self.registration}, {})
+            await host.apply_replicas(push, lambda source: Link(self, source), self)
+
+    @property
+    def epoch(self) -> int:
+        return self.registration.leader_epoch
+
+    def leader(self) -> PartitionLeader:
+        return self.hosts[self.registration.leader]
+
+    async def close(self) -> None:
+        for host in list(self.hosts.values()):
+            await host.shutdown()
+
+
+async def produce(host: PartitionLeader, epoch: int, records: bytes, acks_all: bool = True, timeout_ms: int = 10_000):
+    (outcome,) = await host.produce([ProduceItem(*TP, epoch, records, acks_all, timeout_ms)])
+    return outcome
+
+
+async def fetch(host: PartitionLeader, epoch: int, offset: int = 0, wait_ms: int = 0):
+    (outcome,) = await host.fetch([FetchItem(*TP, epoch, -1, offset, 1 << 20)], wait_ms, 1, 1 << 20)
+    return outcome
+
+
+def offsets_in(records: bytes) -> list[int]:
+    return [h.base_offset for _, h in iter_batches(records)]
+
+
+def run(world: World, test) -> None:
+    async def main():
+        try:
+            await test(world)
+        finally:
+            await world.close()
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_acks_all_is_answered_once_every_in_sync_replica_holds_it_and_consumers_then_see_it(tmp_path):
+    async def test(w: World):
+        for r in (0, 1, 2):
+            await w.start(r)
+        leader = w.leader()
+        # A consumer's long poll, waiting before anything is written, wakes when the high watermark moves.
+        polling = asyncio.ensure_future(fetch(leader, w.epoch, wait_ms=20_000))
+        await asyncio.sleep(0)
+        first = await produce(leader, w.epoch, producer_batch(7, 0, 0, count=3))
+        polled = await asyncio.wait_for(polling, 10)
+        assert (polled.high_watermark, offsets_in(polled.records)) == (3, [0])
+        assert (first.error_code, first.base_offset) == (ErrorCode.none, 0)
+        # Answered means replicated: every follower's log holds it, and the leader shows it.
+        for r in (1, 2):
+            assert w.hosts[r].replicas.replicas[TP].log.end_offset == 3
+        read = await fetch(leader, w.epoch)
+        assert (read.error_code, read.high_watermark, offsets_in(read.records)) == (ErrorCode.none, 3, [0])
+        # A follower serves nothing to consumers: it does not lead.
+        assert (await fetch(w.hosts[1], w.epoch)).error_code == ErrorCode.not_leader_or_follower
+        (latest,) = await leader.list_offsets([ListOffsetsItem(*TP, w.epoch, -1, -1)])
+        assert (latest.error_code, latest.offset) == (ErrorCode.none, 3)
+
+    run(World(tmp_path), test)
+
+
+def test_below_min_insync_replicas_acks_all_is_refused_and_acks_1_is_kept_but_not_shown(tmp_path):
+    async def test(w: World):
+        await w.start(0)  # the others never come: the controller takes them out of the ISR
+        await w.register(reconcile(w.registration, w.alive()))
+        await w.push_to(0)
+        assert w.registration.isr == (0,)
+        leader = w.leader()
+        refused = await produce(leader, w.epoch, producer_batch(7, 0, 0))
+        assert refused.error_code == ErrorCode.not_enough_replicas
+        kept = await produce(leader, w.epoch, producer_batch(8, 0, 0), acks_all=False)
+        assert (kept.error_code, kept.base_offset) == (ErrorCode.none, 0)
+        # KAFKA-15583: what fewer replicas than promised hold is not exposed to consumers.
+        read = await fetch(leader, w.epoch)
+        assert read.error_code == ErrorCode.none and read.records == b""
+        # A follower comes, catches up and joins: the write becomes visible, acks=all works again.
+        await w.start(1)
+        await until(lambda: 1 in w.registration.isr)
+        await until(lambda: leader.replicas.replicas[TP].leader.high_watermark == 1)
+        ok = await produce(leader, w.epoch, producer_batch(7, 0, 0))
+        assert (ok.error_code, ok.base_offset) == (ErrorCode.none, 1)
+        assert offsets_in((await fetch(leader, w.epoch)).records) == [0, 1]
+
+    run(World(tmp_path), test)
+
+
+def test_a_write_the_followers_never_get_times_out(tmp_path):
+    async def test(w: World):
+        for r in (0, 1, 2):
+            await w.start(r)
+        leader = w.leader()
+        assert (await produce(leader, w.epoch, producer_batch(7, 0, 0))).error_code == ErrorCode.none
+        # Both followers stop fetching (their hosts are gone, the controller not yet told).
+        for r in (1, 2):
+            await w.hosts.pop(r).shutdown()
+        late = await produce(leader, w.epoch, producer_batch(7, 0, 1), timeout_ms=300)
+        assert late.error_code == ErrorCode.request_timed_out
+
+    run(World(tmp_path, **{"replica.lag.time.max.ms": 60_000}), test)
+
+
+def test_the_next_leader_serves_at_its_epoch_and_knows_the_retries_the_last_one_took(tmp_path):
+    async def test(w: World):
+        for r in (0, 1, 2):
+            await w.start(r)
+        old, old_epoch = w.leader(), w.epoch
+        taken = await produce(old, old_epoch, producer_batch(7, 0, 0, count=2))
+        assert taken.error_code == ErrorCode.none
+        await w.stop(0)  # the controller elects from the ISR
+        assert w.registration.leader == 1 and w.epoch == old_epoch + 1
+        new = w.leader()
+        await until(lambda: TP in new.partitions and new.partitions[TP].epoch == w.epoch)
+        # The producer retries the batch it had no answer for: a duplicate, answered with its offset.
+        retried = await produce(new, w.epoch, producer_batch(7, 0, 0, count=2))
+        assert (retried.error_code, retried.base_offset) == (ErrorCode.none, 0)
+        after = await produce(new, w.epoch, producer_batch(7, 0, 2))
+        assert (after.error_code, after.base_offset) == (ErrorCode.none, 2)
+        # Routed at the old epoch, a request is fenced, not served.
+        assert (await produce(new, old_epoch, producer_batch(7, 0, 3))).error_code == ErrorCode.not_leader_or_follower
+        assert offsets_in((await fetch(new, w.epoch)).records) == [0, 2]
+
+    run(World(tmp_path), test)
+
+
+def test_a_leader_told_it_follows_refuses_writes_and_answers_waiting_ones(tmp_path):
+    async def test(w: World):
+        for r in (0, 1, 2):
+            await w.start(r)
+        old, old_epoch = w.leader(), w.epoch
+        # Its followers stall (gone without the controller's knowledge): an acks=all write waits.
+        for r in (1, 2):
+            await w.hosts.pop(r).shutdown()
+        waiting = asyncio.ensure_future(produce(old, old_epoch, producer_batch(7, 0, 0)))
+        await until(lambda: old.replicas.replicas[TP].log.end_offset == 1)
+        # The controller moves leadership away (an election it made elsewhere): the write is
+        # answered NOT_LEADER_OR_FOLLOWER, since the new leader may not have it.
+        w.registration = PartitionRegistration((0, 1, 2), (1, 2), 1, old_epoch + 1, w.registration.partition_epoch + 1)
+        await w.push_to(0)
+        assert (await waiting).error_code == ErrorCode.not_leader_or_follower
+        assert TP not in old.partitions
+        assert (await produce(old, old_epoch + 1, producer_batch(7, 0, 1))).error_code == ErrorCode.not_leader_or_follower
+
+    run(World(tmp_path, **{"replica.lag.time.max.ms": 60_000}), test)
