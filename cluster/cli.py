@@ -90,7 +90,7 @@ def up(
     gateways: Optional[str] = typer.Option(None, envvar="RAYGROUPS_GATEWAYS", help="gateways (brokers as clients see them): a count, or per-node (one on each Ray node; the default on a multi-node cluster)"),
     address: Optional[str] = typer.Option(None, envvar="RAYGROUPS_ADDRESS", help="join this Ray cluster (auto: the one `ray start` recorded on this machine, or RAY_ADDRESS; never a Ray another program started inside itself), ray://host:port or host:port; without it an embedded Ray starts"),
     data_dir: Optional[Path] = typer.Option(None, envvar="RAYGROUPS_DATA_DIR", help="where partition logs live; reused on restart [default: the first of log.dirs, else raygroups-data]"),
-    shared_data_dir: Optional[Path] = typer.Option(None, envvar="RAYGROUPS_SHARED_DATA_DIR", help="the data directory, on storage every Ray node mounts (NFS, a shared volume); required on more than one node"),
+    shared_data_dir: Optional[Path] = typer.Option(None, envvar="RAYGROUPS_SHARED_DATA_DIR", help="the data directory, on storage every Ray node mounts (NFS, a shared volume): the nodes keep one copy there together; without it each node keeps its logs in a directory of its own and partitions are replicated (docs/scale-out.md)"),
     coordinators: Optional[str] = typer.Option(None, envvar="RAYGROUPS_COORDINATORS", help="group coordinator actors (at least 1)"),
     share_coordinators: Optional[str] = typer.Option(None, envvar="RAYGROUPS_SHARE_COORDINATORS", help="share coordinator actors (at least 1)"),
     partition_leaders: Optional[str] = typer.Option(None, envvar="RAYGROUPS_PARTITION_LEADERS", help="partition leader actors (at least 1)"),
@@ -127,8 +127,7 @@ def up(
     from cluster.launcher import RayJoinError, start_cluster
 
     try:
-        cluster = start_cluster(cfg, data_dir, host=host, port=bind_port, address=address,
-                                shared_data_dir=shared_data_dir is not None)
+        cluster = start_cluster(cfg, data_dir, host=host, port=bind_port, address=address)
     except RayJoinError as exc:
         fail(str(exc))
     except Exception as exc:

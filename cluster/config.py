@@ -133,13 +133,10 @@ SETTINGS: dict[str, Setting] = {
         Setting("delete.topic.enable", True, Bool(), "allow DeleteTopics"),
         # replication (issue 25): where nodes keep logs in data directories of their own. A factor
         # is at most the number of such directories: 3 gives 3 where there are three, 1 on one node.
+        # (offsets.topic.replication.factor and its share-state twin come with replicated coordinators.)
         Setting("default.replication.factor", 3, Int(1),
                 "replicas of a topic created with replication factor -1 (auto-created ones too), "
                 "at most one per data directory"),
-        Setting("offsets.topic.replication.factor", 3, Int(1),
-                "replicas of each __consumer_offsets partition, at most one per data directory"),
-        Setting("share.coordinator.state.topic.replication.factor", 3, Int(1),
-                "replicas of each __share_group_state partition, at most one per data directory"),
         Setting("min.insync.replicas", 2, Int(1),
                 "in-sync replicas an acks=all write needs (at most the partition's replicas); below "
                 "it the high watermark stops"),

@@ -243,42 +243,12 @@ def _last_line(exc: BaseException) -> str:
     return lines[-1] if lines else type(exc).__name__
 
 
-def alive_nodes() -> int:
-    import ray
-
-    return sum(1 for n in ray.nodes() if n.get("Alive"))
-
-
-def check_shared_storage(nodes: int, shared: bool) -> None:
-    if nodes > 1 and not shared:
-        raise RayJoinError(
-            f"this Ray cluster has {nodes} nodes: give --shared-data-dir DIR, a directory every node mounts "
-            "(NFS, a shared volume); without it a partition moved to another node finds no log there and "
-            "its records, committed offsets and share-group state are lost"
-        )
-
-
-def check_one_data_directory(replicas: list[dict[str, Any]]) -> None:
-    """Until partitions are served replicated (issue 25), nodes must keep their logs in one data
-    directory: actors that opened them in directories of their own (RAYGROUPS_NODE_DATA_DIR
-    differing between nodes) would lose what a partition holds each time it moved node."""
-    used = [r for r in replicas if r["nodes"]]
-    if len(used) > 1:
-        where = "; ".join(f"replica {r['replica_id']} on {', '.join(n[:8] for n in r['nodes'])}" for r in used)
-        raise RayJoinError(
-            f"the nodes keep their logs in {len(used)} different data directories ({where}); raygroups does not "
-            "serve replicated partitions yet, so every node must use one shared directory (--shared-data-dir; "
-            "unset RAYGROUPS_NODE_DATA_DIR)"
-        )
-
-
 def start_cluster(
     config: Config,
     data_dir: Path,
     host: str = "127.0.0.1",
     port: int = 9092,
     address: str | None = None,
-    shared_data_dir: bool = False,
 ) -> RunningCluster:
     import ray
 
@@ -292,19 +262,12 @@ def start_cluster(
     address, found_in = join_address(address) if owns_ray else (address, None)
     if owns_ray:
         dashboard_url = start_ray(namespace, address, dashboard=bool(config["raygroups.dashboard"]), bind_host=host)
-    try:
-        check_shared_storage(alive_nodes(), shared_data_dir)
-    except BaseException:
-        if owns_ray:
-            ray.shutdown()
-        raise
     from cluster.control.controller import ControllerActor
 
     controller = ControllerClient.spawn(ControllerActor, config, Path(data_dir).resolve(), host, port, namespace)
     endpoint = None
     try:
         addresses = controller.start_blocking()
-        check_one_data_directory(controller.status_blocking(30)["replicas"])
         endpoint = start_metrics(config, controller, host)
     except BaseException:
         controller.kill()

@@ -28,6 +28,11 @@ class Leadership:
     # group id -> its config overrides (cluster/group_configs.py): the partition leaders' share
     # partitions and the gateways' ShareFetch answers follow them.
     group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    # replicated partitions (issue 25), as Metadata names them: (the broker on the leader
+    # replica's node, the replicas' brokers, the in-sync ones', the offline ones')
+    replica_brokers: dict[tuple[str, int], tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = field(
+        default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         self.topics_by_id = {info.topic_id: info for info in self.topics.values()}
@@ -37,6 +42,16 @@ class Leadership:
         if not self.gateways:
             return -1
         return self.gateways[partition % len(self.gateways)].node_id
+
+
+def leader_broker(leadership: Leadership, topic: str, partition: int) -> int:
+    """The broker clients are told leads `topic`-`partition`: for a replicated partition the one on
+    its leader replica's node (its gateway reaches the leader without leaving the node), else
+    spread (any gateway serves any partition)."""
+    replicated = leadership.replica_brokers.get((topic, partition))
+    if replicated is not None and replicated[0] >= 0:
+        return replicated[0]
+    return leadership.broker_for(partition)
 
 
 def empty_leadership() -> Leadership:

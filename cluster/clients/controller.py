@@ -83,9 +83,6 @@ class ControllerClient:
         """Start the actors and gateways; the gateways' addresses once they listen."""
         return ray.get(self.handle.start.remote())
 
-    def status_blocking(self, timeout: float) -> dict[str, Any]:
-        return ray.get(self.handle.status.remote(), timeout=timeout)
-
     def shutdown_blocking(self, timeout: float) -> None:
         ray.get(self.handle.shutdown.remote(), timeout=timeout)
 

@@ -139,19 +139,16 @@ class Controller:
             self.pool.kill(entry.handle)
         await self.metadata.close()
 
-    def _internal_topics(self) -> dict[str, tuple[int, int]]:
-        """Each internal topic's (partitions, replication factor) as configured."""
+    def _internal_topics(self) -> dict[str, int]:
+        """Each internal topic's partitions as configured."""
         return {
-            CONSUMER_OFFSETS: (self.config["offsets.topic.num.partitions"], self.config["offsets.topic.replication.factor"]),
-            SHARE_GROUP_STATE: (
-                self.config["share.coordinator.state.topic.num.partitions"],
-                self.config["share.coordinator.state.topic.replication.factor"],
-            ),
+            CONSUMER_OFFSETS: self.config["offsets.topic.num.partitions"],
+            SHARE_GROUP_STATE: self.config["share.coordinator.state.topic.num.partitions"],
         }
 
     def _check_internal_topics(self) -> None:
         meta = self._meta()
-        for name, (partitions, _) in self._internal_topics().items():
+        for name, partitions in self._internal_topics().items():
             existing = meta.topics.get(name)
             if existing is not None and existing.partitions != partitions:
                 raise RuntimeError(
@@ -160,31 +157,27 @@ class Controller:
                 )
 
     async def _ensure_internal_topics(self) -> bool:
-        """Create the internal topics on the first start; each at its own replication factor,
-        capped (like the default) at the data directories there are. Kafka creates them when a
-        coordinator is first looked up and refuses while too few brokers run; raygroups starts
-        with its nodes, and a cluster of one node must serve."""
+        """Create the internal topics on the first start, in one copy: the coordinators do not
+        keep replicas yet (issue 25), so their partitions are placed and moved as before
+        replication, and `raygroups up` refuses nodes with data directories of their own."""
         created = False
-        for name, (partitions, factor) in self._internal_topics().items():
+        for name, partitions in self._internal_topics().items():
             if name in self._meta().topics:
                 continue
-            replication = self._replication(factor)
             await self.metadata.write(
-                METADATA_TP, None, lambda _t, n=name, p=partitions, r=replication: self._meta().create_topics(
-                    [TopicSpec(n, p)], replication=r)
+                METADATA_TP, None, lambda _t, n=name, p=partitions: self._meta().create_topics([TopicSpec(n, p)])
             )
             created = True
         return created
 
-    def _replication(self, default_factor: int | None = None) -> Replication | None:
+    def _replication(self) -> Replication | None:
         """Where new partitions' replicas go: the replica ids of the data directories live actors
         keep logs in; None where there is one (one node, or nodes sharing a directory), whose
         partitions keep one copy unregistered, as before replication."""
         ids = sorted({e.replica_id for e in self.actors.values() if e.ready and e.replica_id is not None})
         if len(ids) < 2:
             return None
-        factor = self.config["default.replication.factor"] if default_factor is None else default_factor
-        return Replication(tuple(ids), factor)
+        return Replication(tuple(ids), self.config["default.replication.factor"])
 
     def _meta(self) -> ClusterMetadata:
         return self.metadata.shard(METADATA_TP)

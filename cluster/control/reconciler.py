@@ -212,10 +212,11 @@ class Reconciler:
 
     async def _place(self, reason: str) -> None:
         now, cooldown = self.clock(), self.rebalance_policy.cooldown
+        home = self._home()
         live = [
             LiveActor(e.name, e.kind, e.node_id, fresh=now - self._ready_at.get(e.name, float("-inf")) < cooldown)
             for e in self.actors.values()
-            if e.ready and e.kind is not ActorKind.GATEWAY
+            if e.ready and e.kind is not ActorKind.GATEWAY and (home is None or e.replica_id == home)
         ]
         # Replicated partitions are led where their registrations say (self.replicas), not here.
         registered = self.meta().registrations
@@ -262,6 +263,20 @@ class Reconciler:
             if len(moves) >= policy.max_moves:
                 self.wake()
         self._rebalance_at = rebalance_due(self._single_leaders(), live, self.moved_at, self.clock(), policy)
+
+    def _home(self) -> int | None:
+        """Where nodes keep their logs in data directories of their own, the one directory (replica
+        id) the partitions kept in one copy live in: the controller's own node's. They move only
+        between actors of that directory, so no move leaves a log behind on another disk (the
+        internal topics until the coordinators keep replicas, and any topic created while the
+        cluster had one directory). -1 while the controller's node has no actor up yet (nothing
+        can be placed then); None where there is one directory (anywhere will do)."""
+        ids = {e.replica_id for e in self.actors.values() if e.ready and e.replica_id is not None}
+        if len(ids) < 2:
+            return None
+        own = getattr(self.pool, "own_node", lambda: None)()
+        mine = {e.replica_id for e in self.actors.values() if e.ready and e.node_id == own and e.replica_id is not None}
+        return min(mine) if mine else -1
 
     def _single_leaders(self) -> dict[TP, str]:
         """The leaders of the partitions kept in one copy, which this reconciler places and moves."""
@@ -441,17 +456,18 @@ class Reconciler:
 
     def snapshot(self) -> Leadership:
         meta = self.meta()
+        gateways = [e for e in self.actors.values() if e.kind is ActorKind.GATEWAY and e.gateway and e.ready]
         return Leadership(
             version=self.version,
             cluster_id=self.config["raygroups.cluster.id"],
-            gateways=sorted(
-                (e.gateway for e in self.actors.values() if e.kind is ActorKind.GATEWAY and e.gateway and e.ready),
-                key=lambda g: g.node_id,
-            ),
+            gateways=sorted((e.gateway for e in gateways if e.gateway), key=lambda g: g.node_id),
             topics=dict(meta.topics),
             leaders={tp: (name, _epoch(meta, tp)) for tp, name in self.leaders.items()},
             handles={e.name: e.handle for e in self.actors.values() if e.alive and e.kind is not ActorKind.GATEWAY},
             group_configs=dict(meta.group_configs),
+            replica_brokers=self.replicas.brokers(
+                {e.node_id: e.gateway.node_id for e in gateways if e.node_id and e.gateway}
+            ) if meta.registrations else {},
         )
 
     async def publish(self) -> None:

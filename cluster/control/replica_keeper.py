@@ -95,6 +95,7 @@ class ReplicaKeeper:
         self.answers: dict[TP, AlterAnswer] = {}
         self.lock = asyncio.Lock()
         self._pushed: dict[str, dict[TP, int]] = {}  # host -> partition epochs it was last pushed
+        self._broker_of: dict[int, int] = {}  # replica id -> the broker id of the node it was last on
 
     def alive(self, tp: TP, registration: PartitionRegistration) -> dict[int, int]:
         """The replicas of `tp` with a live host, each with its host's incarnation."""
@@ -105,6 +106,28 @@ class ReplicaKeeper:
             entry = self.host.actors.get(name) if name is not None else None
             if entry is not None and entry.ready:
                 out[replica] = entry.serial
+        return out
+
+    def brokers(self, gateway_of_node: dict[str, int]) -> dict[TP, tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+        """Each registered partition as Metadata names it, in broker ids: a replica is on the
+        broker (gateway) of the node its host runs on; one whose node is gone keeps the broker
+        id it was last on (Kafka lists a dead broker's replicas, as offline)."""
+        for (replica, _kind), name in self.hosts.items():
+            entry = self.host.actors.get(name)
+            broker = gateway_of_node.get(entry.node_id) if entry is not None and entry.node_id else None
+            if broker is not None:
+                self._broker_of[replica] = broker
+        out = {}
+        for tp, reg in self.meta().registrations.items():
+            alive = self.alive(tp, reg)
+            known = [r for r in reg.replicas if r in self._broker_of]
+            leader = self._broker_of.get(reg.leader, -1) if reg.has_leader else -1
+            out[tp] = (
+                leader,
+                tuple(self._broker_of[r] for r in known),
+                tuple(self._broker_of[r] for r in reg.isr if r in self._broker_of),
+                tuple(self._broker_of[r] for r in known if r not in alive),
+            )
         return out
 
     async def step(self) -> None:

@@ -21,11 +21,8 @@ def test_the_stock_file_loads_with_warnings_only():
     ignored = [w for w in user.warnings if w.startswith("Kafka broker settings")]
     assert len(ignored) == 1
     for name in ("process.roles", "node.id", "controller.quorum.voters", "log.retention.hours",
-                 "transaction.state.log.replication.factor", "num.network.threads"):
+                 "offsets.topic.replication.factor", "num.network.threads"):
         assert name in ignored[0]
-    # Replication's settings are raygroups' too (issue 25): the stock file's single copies apply.
-    assert "offsets.topic.replication.factor" not in ignored[0]
-    assert user.config["offsets.topic.replication.factor"] == user.config["share.coordinator.state.topic.replication.factor"] == 1
     assert any("CONTROLLER://:9093 ignored" in w for w in user.warnings)
     assert all("\n" not in w for w in user.warnings)
 

@@ -20,6 +20,7 @@ from cluster.gateway.answers import build_response
 from cluster.gateway.connection import Request
 from cluster.gateway.context import GatewayContext
 from cluster.gateway.handlers.topics import over_partition_limits
+from cluster.leadership import leader_broker
 from cluster.metadata import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TopicSpec, validate_topic_name
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,16 @@ def _topic_entry(gw: GatewayContext, name: str) -> dict[str, Any]:
             partitions.append(
                 {"error_code": ErrorCode.leader_not_available, "partition_index": p, "leader_id": -1, "leader_epoch": -1}
             )
+            continue
+        replicated = leadership.replica_brokers.get((name, p))
+        if replicated is not None:
+            # The broker on the leader replica's node: its gateway reaches the leader on its own node.
+            _, replicas, isr, offline = replicated
+            leader = leader_broker(leadership, name, p)
+            partitions.append({
+                "error_code": ErrorCode.none, "partition_index": p, "leader_id": leader, "leader_epoch": route[1],
+                "replica_nodes": list(replicas), "isr_nodes": list(isr), "offline_replicas": list(offline),
+            })
             continue
         broker = leadership.broker_for(p)
         partitions.append(
@@ -166,7 +177,7 @@ def coordinator_for(gw: GatewayContext, key_type: int, key: str) -> dict[str, An
         return _no_coordinator(key, ErrorCode.invalid_request, f"key type {key_type} is not supported")
     if (topic, partition) not in leadership.leaders or not leadership.gateways:
         return _no_coordinator(key, ErrorCode.coordinator_not_available, "coordinator is moving")
-    node_id = leadership.broker_for(partition)
+    node_id = leader_broker(leadership, topic, partition)
     gateway = next(g for g in leadership.gateways if g.node_id == node_id)
     return {
         "key": key,

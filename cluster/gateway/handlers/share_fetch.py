@@ -29,6 +29,7 @@ from sharestate.state_batches import AcknowledgementBatch
 
 from cluster.calls import ShareFetchSpec, SharePartitionCall
 from cluster.gateway.context import GatewayContext
+from cluster.leadership import leader_broker
 from cluster.group_configs import lock_duration_ms
 from cluster.gateway.apis import ApiKey
 from cluster.gateway.answers import build_response
@@ -164,7 +165,7 @@ async def share_fetch(gw: GatewayContext, request: Request) -> Any:
                 "error_message": out.error_message,
                 "acknowledge_error_code": out.acknowledge_error_code.value,
                 "acknowledge_error_message": out.acknowledge_error_message,
-                "current_leader": {"leader_id": gw.leadership.broker_for(p), "leader_epoch": leader_epoch},
+                "current_leader": {"leader_id": _leader_of(gw, topic_id, p), "leader_epoch": leader_epoch},
                 "records": out.records,
                 "acquired_records": [
                     {"first_offset": a.first_offset, "last_offset": a.last_offset, "delivery_count": a.delivery_count}
@@ -219,7 +220,7 @@ async def share_acknowledge(gw: GatewayContext, request: Request) -> Any:
                 "partition_index": p,
                 "error_code": code,
                 "error_message": message,
-                "current_leader": {"leader_id": gw.leadership.broker_for(p), "leader_epoch": leader_epoch},
+                "current_leader": {"leader_id": _leader_of(gw, topic_id, p), "leader_epoch": leader_epoch},
             }
         )
     return build_response(
@@ -342,3 +343,8 @@ def connection_closed(gw: GatewayContext, connection_id: int) -> None:
     """Kafka's ClientConnectionDisconnectListener: end the sessions this connection created."""
     for session in gw.share_sessions.disconnected(connection_id):
         asyncio.ensure_future(end_session(gw, session))
+
+
+def _leader_of(gw: GatewayContext, topic_id: Any, partition: int) -> int:
+    info = gw.leadership.topics_by_id.get(topic_id)
+    return leader_broker(gw.leadership, info.name, partition) if info is not None else gw.leadership.broker_for(partition)

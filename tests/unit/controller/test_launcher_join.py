@@ -60,24 +60,6 @@ def test_another_ray_version_is_one_line_naming_both(monkeypatch):
     assert f"needs Ray {ray.__version__}" in message
 
 
-def test_more_than_one_node_needs_shared_storage():
-    launcher.check_shared_storage(1, shared=False)
-    launcher.check_shared_storage(3, shared=True)
-    with pytest.raises(RayJoinError, match="3 nodes: give --shared-data-dir.*committed offsets"):
-        launcher.check_shared_storage(3, shared=False)
-
-
-def test_nodes_must_keep_their_logs_in_one_directory_until_replication_is_served():
-    shared = [{"replica_id": 0, "directory_id": "d0", "nodes": ["aaaaaaaaaa", "bbbbbbbbbb"]},
-              {"replica_id": 1, "directory_id": "d1", "nodes": []}]  # a directory no live node uses
-    launcher.check_one_data_directory(shared)
-    own = [{"replica_id": 0, "directory_id": "d0", "nodes": ["aaaaaaaaaa"]},
-           {"replica_id": 1, "directory_id": "d1", "nodes": ["bbbbbbbbbb"]}]
-    with pytest.raises(RayJoinError, match="2 different data directories .replica 0 on aaaaaaaa; replica 1 on bbbbbbbb.*"
-                                           "RAYGROUPS_NODE_DATA_DIR"):
-        launcher.check_one_data_directory(own)
-
-
 def test_up_at_an_address_where_nothing_answers_exits_2_with_one_line(tmp_path):
     port = free_port()
     started = time.monotonic()

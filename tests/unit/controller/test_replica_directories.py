@@ -33,6 +33,9 @@ class StoragePool(NodePool):
         actor.directory = self.directories.get(actor.node_id)
         return actor
 
+    def own_node(self) -> str:
+        return "a"  # the controller's
+
     def spawn_on(self, kind: ActorKind, name: str, node_id: str) -> FakeActor:
         actor = super().spawn_on(kind, name, node_id)
         actor.directory = self.directories.get(node_id)
@@ -128,13 +131,14 @@ def test_a_cluster_of_three_data_directories_registers_every_partition_with_its_
         assert outcomes[2].error_code == ErrorCode.invalid_replication_factor
         grown = await controller.create_partitions("two", 3)
         assert (grown.error_code, grown.replication_factor) == (ErrorCode.none, 2)
-        # The internal topics at their own factors (offsets 3, share state 2 here), the rest as asked.
-        assert factors(controller) == {CONSUMER_OFFSETS: {3}, SHARE_GROUP_STATE: {2}, "auto": {3}, "two": {2}}
+        # User topics as asked; the internal ones in one copy until the coordinators keep replicas.
+        assert factors(controller) == {"auto": {3}, "two": {2}}
+        assert CONSUMER_OFFSETS in controller._meta().topics and SHARE_GROUP_STATE in controller._meta().topics
         regs = controller._meta().registrations
         assert all(set(r.replicas) <= live for r in regs.values())
-        assert len(regs) == 3 + 2 + 4 + 3
+        assert len(regs) == 4 + 3
 
-    run(test, tmp_path, StoragePool(list("abc"), directories), **{"share.coordinator.state.topic.replication.factor": 2})
+    run(test, tmp_path, StoragePool(list("abc"), directories))
 
 
 def test_nodes_sharing_one_data_directory_keep_one_copy_unregistered(tmp_path):
@@ -295,3 +299,28 @@ def test_a_host_taken_over_at_once_on_its_node_is_still_a_restart(tmp_path):
         check_led_by_leader_hosts(controller, pool)
 
     run(test, tmp_path, pool, **{"raygroups.partition.leaders": 6})
+
+
+def test_partitions_in_one_copy_stay_in_the_controllers_data_directory(tmp_path):
+    """Where nodes keep their own directories, what has no replicas (the internal topics, for now)
+    is led only by actors of the controller's node: a move to another node would leave its log
+    behind on a disk the new leader cannot read."""
+    directories = {n: uuid.uuid4() for n in "abc"}
+    pool = StoragePool(list("abc"), directories)
+
+    async def test(controller):
+        await settle(controller)
+        await controller.create_topics([TopicSpec("t", 3)])
+        await settle(controller)
+        regs = controller._meta().registrations
+        single = {tp: name for tp, name in controller.leaders.items() if tp not in regs}
+        assert {tp[0] for tp in single} == {CONSUMER_OFFSETS, SHARE_GROUP_STATE}
+        assert {controller.actors[name].node_id for name in single.values()} == {"a"}
+        # A node that is not the controller's leaves: nothing in one copy was there to move.
+        pool.remove_node("b")
+        controller.reconciler.membership.polled_at = -1e9
+        await settle(controller)
+        assert {controller.actors[controller.leaders[tp]].node_id for tp in single} == {"a"}
+        assert all(tp in controller.leaders for tp in single)
+
+    run(test, tmp_path, pool)

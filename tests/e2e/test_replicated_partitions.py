@@ -1,0 +1,121 @@
+"""Replicated partitions on three Ray nodes with data directories of their own (issue 25).
+
+Three ray.cluster_utils nodes on this machine, each started with RAYGROUPS_NODE_DATA_DIR set to a
+directory of its own, as three machines' local disks; raygroups attached with `--address` and no
+`--shared-data-dir`. A topic gets three replicas, one per node; Metadata names them and the ISR;
+acks=all writes are in every replica's log; a worker node removed mid-load costs its leaderships,
+which go to in-sync replicas on the other nodes, and no acknowledged record is lost. The internal
+topics keep one copy in the controller's node's directory until the coordinators keep replicas.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from ray.cluster_utils import Cluster
+
+from cluster.admin_client import admin_call
+from cluster.log.data_directory import NODE_DATA_DIR_ENV
+from tests.clients import confluent_consume_all, confluent_produce, records
+from tests.cluster_process import ClusterProcess
+
+pytestmark = pytest.mark.slow
+PARTITIONS = 3
+IDEMPOTENT = {"enable.idempotence": True}
+
+
+@pytest.fixture(scope="module")
+def disks(tmp_path_factory) -> list[Path]:
+    root = tmp_path_factory.mktemp("disks")
+    return [root / f"node{i}" for i in range(3)]
+
+
+@pytest.fixture(scope="module")
+def nodes(disks):
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "env_vars": {NODE_DATA_DIR_ENV: str(disks[0])}})
+    for disk in disks[1:]:
+        cluster.add_node(num_cpus=1, env_vars={NODE_DATA_DIR_ENV: str(disk)})
+    cluster.wait_for_nodes()
+    yield cluster
+    cluster.shutdown()
+
+
+@pytest.fixture(scope="module")
+def raygroups(nodes, tmp_path_factory):
+    proc = ClusterProcess(tmp_path_factory.mktemp("controller"), "--address", nodes.address, "--gateways", "per-node",
+                          "--config", "replica.lag.time.max.ms=4000", "--config", "replica.fetch.wait.max.ms=200",
+                          "--config", "replica.fetch.backoff.ms=200").start()
+    yield proc
+    proc.stop()
+
+
+def head(proc) -> str:
+    return proc.bootstrap.split(",")[0]
+
+
+def wait_for(check, timeout: float, what: str):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.25)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def described(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
+    """partition -> (leader broker, replica brokers, in-sync brokers), as a client sees them."""
+    meta = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
+    return {p: (m.leader, list(m.replicas), list(m.isrs)) for p, m in meta.topics[topic].partitions.items()}
+
+
+def broker_of_node(proc) -> dict[str, int]:
+    gateways = [a for a in admin_call(head(proc), "actors") if a["kind"] == "gateway" and a["alive"]]
+    return {a["node_id"]: int(a["name"].rsplit("-", 1)[1]) for a in gateways}
+
+
+def test_three_replicas_a_node_lost_and_nothing_acknowledged_lost(nodes, raygroups, disks):
+    wait_for(lambda: sum(1 for r in admin_call(head(raygroups), "status")["replicas"] if r["nodes"]) == 3, 60,
+             "a replica on each node")
+    topic = "replicated"
+    admin = AdminClient({"bootstrap.servers": head(raygroups)})
+    admin.create_topics([NewTopic(topic, PARTITIONS, -1)])[topic].result(30)
+    wait_for(lambda: len(described(head(raygroups), topic)) == PARTITIONS
+             and all(len(isr) == 3 for _, _, isr in described(head(raygroups), topic).values()), 60, "three in-sync replicas")
+    view = described(head(raygroups), topic)
+    assert all(sorted(replicas) == sorted(isr) and len(set(replicas)) == 3 for _, replicas, isr in view.values())
+    # Leaders are spread, one partition a node, and each is led from its leader replica's node.
+    assert len({leader for leader, _, _ in view.values()}) == 3
+
+    first = confluent_produce(head(raygroups), topic, records(300, PARTITIONS, "a"), **IDEMPOTENT)
+    assert len(first) == 300
+    # acks=all: every replica's log on its own disk holds the records (the followers' too).
+    for disk in disks:
+        for p in range(PARTITIONS):
+            segments = list((disk / f"{topic}-{p}").glob("*.log"))
+            assert segments and sum(f.stat().st_size for f in segments) > 0, (disk, p)
+
+    # Lose a worker node that leads a partition (never the head: the controller runs there).
+    brokers = broker_of_node(raygroups)
+    victim = next(n for n in nodes.worker_nodes if brokers.get(n.node_id) in {l for l, _, _ in view.values()})
+    gone = brokers[victim.node_id]
+    lost_at = time.time()
+    nodes.remove_node(victim)
+    wait_for(lambda: (lambda d: len(d) == PARTITIONS and all(l != gone and l >= 0 and gone not in isr for l, _, isr in d.values()))(
+        described(head(raygroups), topic)), 60, "leaders and ISRs without the lost node")
+    moved = time.time() - lost_at
+    after = described(head(raygroups), topic)
+    assert all(len(isr) == 2 and gone in replicas for _, replicas, isr in after.values())  # offline, still assigned
+
+    # Two in-sync replicas still meet min.insync.replicas: acks=all goes on.
+    second = confluent_produce(head(raygroups), topic, records(300, PARTITIONS, "b"), **IDEMPOTENT)
+    assert len(second) == 300
+    acknowledged = {(r.partition, r.offset, r.value) for r in first + second}
+    read = confluent_consume_all(head(raygroups), topic, PARTITIONS, len(acknowledged), timeout=90)
+    got = {(r.partition, r.offset, r.value) for r in read}
+    assert acknowledged <= got, sorted(acknowledged - got)[:5]
+    assert len(read) == len(got) == len(acknowledged)  # idempotent: nothing twice
+    print(f"\nFIGURES replicated partitions led again {moved:.1f} s after the node's loss")
