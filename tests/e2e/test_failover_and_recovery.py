@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import threading
 import time
 from pathlib import Path
@@ -76,16 +78,25 @@ def test_killing_a_partition_leader_mid_produce_loses_no_acknowledged_record(tmp
         worker = threading.Thread(target=produce)
         worker.start()
         assert produced.wait(120)
-        actors = cluster.cli("actors").stdout
-        victim = next(line.split()[1] for line in actors.splitlines() if "partition-leader-" in line and " 0 " not in line)
+        actors = json.loads(cluster.cli("actors", "--json").stdout)["actors"]
+        victim = next(a["name"] for a in actors if a["kind"] == "partition-leader" and a["partitions"])
         result = cluster.cli("kill", victim)
         assert result.returncode == 0, result.stderr
         worker.join(240)
         assert not worker.is_alive()
         # confluent_produce asserts every record was acknowledged with no delivery error.
         assert len(acked) == total
-        got = confluent_consume_all(cluster.bootstrap, topic, partitions, expected=total, timeout=120)
-        assert sorted((r.partition, r.offset, r.key) for r in got) == sorted((r.partition, r.offset, r.key) for r in acked)
+        # The log may hold more than was acknowledged: this producer is not idempotent, and a batch
+        # the killed leader wrote but could not answer is written again by its retry (Kafka's
+        # at-least-once; seen once in CI, 50 records twice). Read the whole log, then every
+        # acknowledged record must be where its acknowledgement said.
+        in_log = sum(high for _, high in log_ends(cluster.bootstrap, topic, partitions))
+        assert in_log >= total
+        got = confluent_consume_all(cluster.bootstrap, topic, partitions, expected=in_log, timeout=120)
+        assert len(got) == in_log
+        stored = {(r.partition, r.offset): r.key for r in got}
+        assert all(stored.get((r.partition, r.offset)) == r.key for r in acked)
+        assert {r.key for r in got} == {r.key for r in acked}  # a duplicate is of an acknowledged record
         assert cluster.wait_for_event(f"{victim} died", f"partitions of {victim} moved"), cluster.events()
     finally:
         cluster.stop()
@@ -123,3 +134,28 @@ def test_a_killed_gateway_comes_back_on_its_port_and_clients_resume(tmp_path):
         consumer.close()
     finally:
         cluster.stop()
+
+
+def log_ends(bootstrap: str, topic: str, partitions: int, timeout: float = 60) -> list[tuple[int, int]]:
+    """(low, high) watermarks of each partition. NOT_LEADER_OR_FOLLOWER is retriable: right after a
+    failover the replacement actor may take its share of partitions, and a partition on its way
+    there answers it until loaded (librdkafka's watermark query, unlike its producer, does not
+    retry by itself)."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "watermarks", "enable.auto.commit": False})
+    deadline = time.time() + timeout
+    try:
+        ends = []
+        for p in range(partitions):
+            while True:
+                try:
+                    ends.append(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10))
+                    break
+                except KafkaException as exc:
+                    if exc.args[0].code() != KafkaError.NOT_LEADER_FOR_PARTITION or time.time() > deadline:
+                        raise
+                    time.sleep(0.2)
+        return ends
+    finally:
+        consumer.close()
