@@ -26,9 +26,11 @@ class Partitions:
 
     def __init__(self) -> None:
         self.produced: list[tuple[str, int, bytes]] = []
+        self.acks: list[tuple[bool, int]] = []
 
     async def produce(self, topic: str, partition: int, records: bytes, acks_all: bool = True, timeout_ms: int = 30_000) -> ProduceOutcome:
         self.produced.append((topic, partition, records))
+        self.acks.append((acks_all, timeout_ms))
         if (topic, partition) == ("a", 1):
             return ProduceOutcome(ErrorCode.kafka_storage_error, message="write failed: disk full")
         return ProduceOutcome(ErrorCode.none, 40 + partition, 3)
@@ -111,3 +113,12 @@ def test_acks_0_produces_and_answers_nothing():
     gw, partitions = _gw()
     assert run(produce.produce, gw, request(ApiKey.PRODUCE, 9, _body(acks=0))) is None
     assert len(partitions.produced) == 3
+
+
+@pytest.mark.parametrize("acks,acks_all", [(-1, True), (1, False), (0, False)])
+def test_the_leader_is_told_whether_the_in_sync_replicas_must_hold_the_write_and_for_how_long(acks, acks_all):
+    """A replicated partition answers acks=-1 once its in-sync replicas hold the write, within the
+    request's timeout (cluster/replicated_partition.py); acks=1 and 0 do not wait for them."""
+    gw, partitions = _gw()
+    run(produce.produce, gw, request(ApiKey.PRODUCE, 9, _body(acks=acks)))
+    assert partitions.acks == [(acks_all, 1000)] * 3
