@@ -21,6 +21,7 @@ from cluster.admin_client import admin_call
 from cluster.log.data_directory import NODE_DATA_DIR_ENV
 from tests.clients import confluent_consume_all, confluent_produce, records
 from tests.cluster_process import ClusterProcess
+from tests.e2e.test_multinode import head, wait_for
 
 pytestmark = pytest.mark.slow
 PARTITIONS = 3
@@ -50,20 +51,6 @@ def raygroups(nodes, tmp_path_factory):
                           "--config", "replica.fetch.backoff.ms=200").start()
     yield proc
     proc.stop()
-
-
-def head(proc) -> str:
-    return proc.bootstrap.split(",")[0]
-
-
-def wait_for(check, timeout: float, what: str):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def described(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:

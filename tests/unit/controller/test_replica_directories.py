@@ -154,6 +154,12 @@ def test_nodes_sharing_one_data_directory_keep_one_copy_unregistered(tmp_path):
     run(test, tmp_path, StoragePool(list("ab"), {"a": shared, "b": shared}))
 
 
+async def with_topic(controller, *specs: TopicSpec) -> None:
+    await settle(controller)
+    await controller.create_topics(list(specs))
+    await settle(controller)
+
+
 def hosted(controller) -> dict[tuple[int, ActorKind], str]:
     return controller.reconciler.replicas.hosts
 
@@ -181,9 +187,7 @@ def test_the_hosts_of_leader_replicas_lead_and_every_host_knows_its_replicas(tmp
     pool = StoragePool(list("abc"), directories)
 
     async def test(controller):
-        await settle(controller)
-        await controller.create_topics([TopicSpec("t", 6)])
-        await settle(controller)
+        await with_topic(controller, TopicSpec("t", 6))
         hosts = hosted(controller)
         # One host per data directory and kind.
         assert sorted(hosts) == sorted((r, k) for r in range(3) for k in
@@ -201,9 +205,7 @@ def test_a_dead_host_leaves_the_isr_its_leaderships_go_to_in_sync_replicas_and_i
     pool = StoragePool(list("abc"), directories)
 
     async def test(controller):
-        await settle(controller)
-        await controller.create_topics([TopicSpec("t", 6)])
-        await settle(controller)
+        await with_topic(controller, TopicSpec("t", 6))
         regs = dict(controller._meta().registrations)
         victim = hosted(controller)[(0, ActorKind.PARTITION_LEADER)]
         pool.kill(pool.by_name(victim))
@@ -284,9 +286,7 @@ def test_a_host_taken_over_at_once_on_its_node_is_still_a_restart(tmp_path):
     pool = StoragePool(list("abc"), directories)
 
     async def test(controller):
-        await settle(controller)
-        await controller.create_topics([TopicSpec("t", 6)])
-        await settle(controller)
+        await with_topic(controller, TopicSpec("t", 6))
         victim = hosted(controller)[(0, ActorKind.PARTITION_LEADER)]
         pool.kill(pool.by_name(victim))
         await asyncio.sleep(0)

@@ -14,46 +14,24 @@ from cluster.log import LogConfig, PartitionLog
 from cluster.runtime.wakeups import SystemClock
 from cluster.replication.log_replica import ReplicaFetched, ReplicationConfig
 from cluster.replication.manager import FetcherConfig, ReplicaManager
-from cluster.replication.registration import PartitionRegistration, answer_alter_partition, reassign, reconcile
+from cluster.replication.registration import PartitionRegistration, reassign
 from tests.unit.log_helpers import one
+from tests.unit.replication.controller_side import TP, ControllerSide, Link
 
-TP = ("orders", 0)
 # A lag time well past any stall a busy machine gives a fetcher, so that only the test meant to
 # shrink the ISR does.
 CONFIG = ReplicationConfig(min_insync_replicas=2, lag_time_max_ms=1_500, fetch_max_bytes=1 << 20)
 FAST = FetcherConfig(max_wait_ms=50, backoff_ms=20, alter_retry_ms=20)
 
 
-class Gone(ConnectionError):
-    pass
-
-
-class Link:
-    def __init__(self, cluster: Cluster, replica: int) -> None:
-        self.cluster, self.replica = cluster, replica
-
-    async def replica_fetch(self, items, max_wait_ms):
-        manager = self.cluster.hosts.get(self.replica)
-        if manager is None:
-            await asyncio.sleep(0.01)
-            raise Gone(f"replica {self.replica} is gone")
-        return await manager.replica_fetch(items, max_wait_ms)
-
-
-class Cluster:
-    """The hosts and the controller's side: registrations, liveness, pushes."""
+class Cluster(ControllerSide):
+    """Managers as the hosts."""
 
     def __init__(self, tmp_path, replicas=(0, 1, 2), config: ReplicationConfig = CONFIG) -> None:
+        super().__init__(replicas)
         self.tmp_path = tmp_path
         self.config = config
         self.link_wrapper = lambda link: link
-        self.hosts: dict[int, ReplicaManager] = {}
-        self.incarnations: dict[int, int] = {}
-        self.registration = PartitionRegistration.new(replicas)
-        self.last_alter = None
-
-    def alive(self) -> dict[int, int]:
-        return {r: self.incarnations[r] for r in self.hosts}
 
     async def start(self, replica: int) -> ReplicaManager:
         self.incarnations[replica] = self.incarnations.get(replica, -1) + 1
@@ -65,31 +43,13 @@ class Cluster:
         await self.push()
         return manager
 
-    async def stop(self, replica: int) -> None:
-        await self.hosts.pop(replica).close()
-        await self.register(reconcile(self.registration, self.alive()))
+    async def push_to(self, replica: int) -> None:
+        manager = self.hosts.get(replica)
+        if manager is not None:
+            await manager.apply({TP: self.registration})
 
-    async def alter_partition(self, tp, request):
-        registration, self.last_alter = answer_alter_partition(self.registration, request, self.alive(), self.last_alter)
-        await self.register(registration)
-        return self.last_alter.error, self.last_alter.registration
-
-    async def register(self, registration: PartitionRegistration) -> None:
-        if registration != self.registration:
-            self.registration = registration
-            asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self.push()))
-
-    async def push(self) -> None:
-        registration = self.registration
-        for manager in list(self.hosts.values()):
-            await manager.apply({TP: registration})
-
-    def leader(self) -> ReplicaManager:
-        return self.hosts[self.registration.leader]
-
-    async def close(self) -> None:
-        for manager in list(self.hosts.values()):
-            await manager.close()
+    async def close_host(self, manager: ReplicaManager) -> None:
+        await manager.close()
 
 
 async def until(predicate, timeout: float = 20.0) -> None:

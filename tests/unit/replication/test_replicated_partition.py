@@ -17,11 +17,11 @@ from cluster.calls import FetchItem, ListOffsetsItem, ProduceItem
 from cluster.config import Config
 from cluster.recordbatch import iter_batches
 from cluster.replication.push import ReplicaPush
-from cluster.replication.registration import PartitionRegistration, answer_alter_partition, reconcile
+from cluster.replication.registration import PartitionRegistration, reconcile
 from tests.raw_producer import producer_batch
+from tests.unit.replication.controller_side import TP, ControllerSide, Link
 from tests.unit.replication.test_manager import until
 
-TP = ("orders", 0)
 SETTINGS = {
     "message.max.bytes": 1 << 20,
     "min.insync.replicas": 2,
@@ -31,29 +31,13 @@ SETTINGS = {
 }
 
 
-class Link:
-    def __init__(self, world: World, replica: int) -> None:
-        self.world, self.replica = world, replica
+class World(ControllerSide):
+    """Partition leaders as the hosts, pushed as the controller's keeper pushes (ReplicaPush)."""
 
-    async def replica_fetch(self, items, max_wait_ms):
-        host = self.world.hosts.get(self.replica)
-        if host is None:
-            await asyncio.sleep(0.01)
-            raise ConnectionError(f"replica {self.replica} is gone")
-        return await host.replica_fetch(items, max_wait_ms)
-
-
-class World:
     def __init__(self, tmp_path, replicas=(0, 1, 2), **settings) -> None:
+        super().__init__(replicas)
         self.tmp_path = tmp_path
         self.config = Config({**SETTINGS, **settings})
-        self.hosts: dict[int, PartitionLeader] = {}
-        self.incarnations: dict[int, int] = {}
-        self.registration = PartitionRegistration.new(replicas)
-        self.last_alter = None
-
-    def alive(self) -> dict[int, int]:
-        return {r: self.incarnations[r] for r in self.hosts}
 
     async def start(self, replica: int) -> PartitionLeader:
         self.incarnations[replica] = self.incarnations.get(replica, 0) + 1
@@ -62,37 +46,18 @@ class World:
         await self.push_to(replica)
         return host
 
-    async def stop(self, replica: int) -> None:
-        await self.hosts.pop(replica).shutdown()
-        await self.register(reconcile(self.registration, self.alive()))
-
-    async def alter_partition(self, tp, request):
-        registration, self.last_alter = answer_alter_partition(self.registration, request, self.alive(), self.last_alter)
-        await self.register(registration)
-        return self.last_alter.error, self.last_alter.registration
-
-    async def register(self, registration: PartitionRegistration) -> None:
-        if registration != self.registration:
-            self.registration = registration
-            for replica in list(self.hosts):
-                asyncio.ensure_future(self.push_to(replica))
-
     async def push_to(self, replica: int) -> None:
         host = self.hosts.get(replica)
         if host is not None:
             push = ReplicaPush(replica, self.incarnations[replica], {TP: self.registration}, {})
             await host.apply_replicas(push, lambda source: Link(self, source), self)
 
+    async def close_host(self, host: PartitionLeader) -> None:
+        await host.shutdown()
+
     @property
     def epoch(self) -> int:
         return self.registration.leader_epoch
-
-    def leader(self) -> PartitionLeader:
-        return self.hosts[self.registration.leader]
-
-    async def close(self) -> None:
-        for host in list(self.hosts.values()):
-            await host.shutdown()
 
 
 async def produce(host: PartitionLeader, epoch: int, records: bytes, acks_all: bool = True, timeout_ms: int = 10_000):
