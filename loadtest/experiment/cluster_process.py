@@ -62,18 +62,27 @@ class RayNodes:
     die with it) must be on the head for a worker's loss to be survivable, as on a real cluster
     where `raygroups up` is started before or apart from the workers."""
 
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, disks: Path | None = None) -> None:
         from ray.cluster_utils import Cluster
 
         self.count = count
-        self.cluster = Cluster(initialize_head=True, connect=False, head_node_args={"num_cpus": 1})
+        self.disks = disks  # per-node storage: node i keeps its logs in disks/node-i
+        self.cluster = Cluster(initialize_head=True, connect=False, head_node_args=self._args(0))
         self.nodes = [self.cluster.head_node]
         self.cluster.wait_for_nodes()
+
+    def _args(self, index: int) -> dict[str, Any]:
+        args: dict[str, Any] = {"num_cpus": 1}
+        if self.disks is not None:
+            from cluster.log.data_directory import NODE_DATA_DIR_ENV
+
+            args["env_vars"] = {NODE_DATA_DIR_ENV: str(self.disks / f"node-{index}")}
+        return args
 
     def add_workers(self) -> list[str]:
         """Start the worker nodes (from the main thread); their node ids."""
         while len(self.nodes) < self.count:
-            self.nodes.append(self.cluster.add_node(num_cpus=1))
+            self.nodes.append(self.cluster.add_node(**self._args(len(self.nodes))))
         self.cluster.wait_for_nodes()
         return [n.node_id for n in self.nodes[1:]]
 
@@ -113,8 +122,10 @@ class ClusterProcess:
         cmd = [
             sys.executable, "-m", "cluster.cli", "up",
             "--host", self.host, "--port", str(self.port), "--gateways", str(self.spec.gateways),
-            # The Ray nodes here all see this machine's disk: it is the shared data directory.
-            "--shared-data-dir" if self.spec.nodes > 1 else "--data-dir", str(self.data_dir),
+            # The Ray nodes here all see this machine's disk: shared storage is its one directory;
+            # per-node storage gives each node a directory of its own (RayNodes).
+            "--shared-data-dir" if self.spec.nodes > 1 and self.spec.storage == "shared" else "--data-dir",
+            str(self.data_dir),
             "--coordinators", str(self.spec.coordinators),
             "--share-coordinators", str(self.spec.share_coordinators),
             "--partition-leaders", str(self.spec.partition_leaders),
@@ -128,7 +139,15 @@ class ClusterProcess:
     def start_nodes(self) -> None:
         """The Ray nodes, when the cluster has several (from the main thread: Ray sets signal handlers)."""
         if self.spec.nodes > 1 and self.nodes is None:
-            self.nodes = RayNodes(self.spec.nodes)
+            self.nodes = RayNodes(self.spec.nodes, self.data_dir if self.spec.storage == "per-node" else None)
+
+    @property
+    def coordinator_data_dir(self) -> Path:
+        """Where the coordinators' logs are: with per-node storage, the head's directory (they keep
+        one copy there until they keep replicas: docs/scale-out.md)."""
+        if self.spec.nodes > 1 and self.spec.storage == "per-node":
+            return self.data_dir / "node-0"
+        return self.data_dir
 
     def start(self, timeout_s: float = 180.0) -> str:
         """Start `raygroups up` and wait for READY; the gateways' addresses.

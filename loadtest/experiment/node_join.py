@@ -56,14 +56,43 @@ async def wait_spread(admin: Any, node_ids: list[str], timeout_s: float = 120.0,
     return Spread(False, time.monotonic() - started, missing)
 
 
-async def join_workers(nodes: Any, admin: Any, console: Any, notes: list[str]) -> None:
+async def wait_replicas(admin: Any, node_ids: list[str], timeout_s: float = 120.0, poll_s: float = 0.5) -> list[str]:
+    """Until every node keeps its logs as a replica of its own (per-node storage: the controller
+    registered its data directory); the nodes still without one."""
+    started = time.monotonic()
+    missing = list(node_ids)
+    while time.monotonic() - started < timeout_s:
+        try:
+            using = {n for r in (await admin.call("status"))["replicas"] for n in r["nodes"]}
+        except Exception:  # a gateway busy with the join: ask again
+            using = set()
+        missing = [n for n in node_ids if n not in using]
+        if not missing:
+            return []
+        await asyncio.sleep(poll_s)
+    return missing
+
+
+async def join_workers(nodes: Any, admin: Any, console: Any, notes: list[str], per_node: bool = False) -> list[str]:
     """Add the worker nodes (`RayNodes`, from the main thread: Ray's node code wants it) once the
-    cluster runs on the head, and wait for them to lead their share."""
-    with console.status("worker nodes joining; waiting for them to lead their share of the partitions…"):
+    cluster runs on the head, and wait for them to lead their share; their node ids. With per-node
+    storage they lead nothing before the topics are created (their replicas are placed then),
+    so this waits for their replicas, and the caller for the spread once it created the topics."""
+    with console.status("worker nodes joining; waiting for them to take their part…"):
         workers = nodes.add_workers()
+        if per_node:
+            missing = await wait_replicas(admin, workers)
+            if missing:
+                notes.append(f"{len(missing)} worker node(s) kept no replica of their own within 120 s")
+            return workers
         spread = await wait_spread(admin, workers)
+    report_spread(spread, len(workers), console, notes)
+    return workers
+
+
+def report_spread(spread: Spread, workers: int, console: Any, notes: list[str]) -> None:
     if spread.settled:
-        console.print(f"{len(workers)} worker node(s) joined; partitions spread in {spread.waited_s:.1f} s")
+        console.print(f"{workers} worker node(s) joined; partitions spread in {spread.waited_s:.1f} s")
     else:
         notes.append(f"after {spread.waited_s:.0f} s, {len(spread.nodes_without_leaders)} worker node(s) still led "
                      "no partition or the leadership still moved; the load started anyway")

@@ -39,7 +39,7 @@ from loadtest.experiment.leadership import LeadershipRecorder
 from loadtest.experiment.live import LiveStats, render
 from loadtest.experiment.monitor import Monitor
 from loadtest.experiment.population import Population
-from loadtest.experiment.node_join import join_workers
+from loadtest.experiment.node_join import join_workers, report_spread, wait_spread
 from loadtest.experiment.recovery import RecoveryWatch
 from loadtest.experiment.scenario import GroupSpec, Scenario
 from loadtest.members.machine import Broker, Machine, parse_bootstrap
@@ -100,6 +100,7 @@ class Experiment:
         self.stats = LiveStats()
         self.phase = "start"
         self.cluster: ClusterProcess | None = None
+        self.workers: list[str] = []  # the Ray worker nodes this run added (several-node scenarios)
         self._restarting = False
         self._died = False
         self._stop = asyncio.Event()
@@ -139,6 +140,11 @@ class Experiment:
             brokers = parse_bootstrap(bootstrap)
             driver = AsyncioDriver(sink=self._sink, client_id="raygroups-experiment")
             topics = await self._create_topics(driver, brokers)
+            if self.workers and self.scenario.cluster.storage == "per-node":
+                # Their replicas were placed with the topics: wait for every node to lead its share.
+                with self.console.status("waiting for every node to lead its share of the partitions…"):
+                    spread = await wait_spread(Admin(bootstrap), self.workers)
+                report_spread(spread, len(self.workers), self.console, self.notes)
             info["topics"] = topics
             rundir.write_run_info(self.run_dir, info)
             population = Population(self.scenario, brokers)
@@ -210,12 +216,15 @@ class Experiment:
             self.cluster.start_nodes()
             bootstrap = await asyncio.to_thread(self.cluster.start)
         if self.cluster.nodes is not None:
-            await join_workers(self.cluster.nodes, Admin(bootstrap), self.console, self.notes)
+            self.workers = await join_workers(self.cluster.nodes, Admin(bootstrap), self.console, self.notes,
+                                              per_node=self.scenario.cluster.storage == "per-node")
         self.console.print(f"cluster ready at [bold]{bootstrap}[/] (data in {self.cluster.data_dir})")
         return bootstrap
 
     async def _create_topics(self, driver: AsyncioDriver, brokers: list[Broker]) -> list[dict[str, Any]]:
-        specs = [{"name": t.name, "num_partitions": t.partitions, "replication_factor": 1, "assignments": [],
+        # -1: the cluster's default.replication.factor (one copy on one data directory; three
+        # replicas where three nodes keep their own).
+        specs = [{"name": t.name, "num_partitions": t.partitions, "replication_factor": -1, "assignments": [],
                   "configs": []} for t in self.scenario.topics]
         if specs:
             response = await driver.call(brokers[0], ApiKey.CREATE_TOPICS, 7, {"topics": specs, "timeout": 30_000,
@@ -391,6 +400,6 @@ class Experiment:
 
             names = {t["topic_id"]: t["name"] for t in topics}
             try:
-                await asyncio.to_thread(decode_run_records, self.run_dir, self.cluster.data_dir, names)
+                await asyncio.to_thread(decode_run_records, self.run_dir, self.cluster.coordinator_data_dir, names)
             except Exception as exc:  # the event log stands on its own; say what is missing
                 self.notes.append(f"coordinator records not decoded: {exc}")

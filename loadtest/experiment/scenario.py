@@ -34,9 +34,15 @@ class _Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     pass
 
 
+Storage = Literal["per-node", "shared"]
+
+
 class ClusterSpec(_Strict):
     gateways: int = 2
     nodes: int = 1
+    # With several nodes: a data directory on each node (as machines' own disks: user topics
+    # replicated across them, issue 25) or one every node shares (as NFS: one copy of everything).
+    storage: Storage = "per-node"
     coordinators: int = 2
     share_coordinators: int = 2
     partition_leaders: int = 3

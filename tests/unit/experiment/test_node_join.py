@@ -57,3 +57,38 @@ def test_gives_up_naming_the_nodes_that_lead_nothing() -> None:
     admin = ScriptedAdmin([{("t", 0): "pl-0"}], actors(("pl-0", "head"), ("pl-1", "w1")))
     spread = asyncio.run(wait_spread(admin, ["w1"], timeout_s=0.1, settle_s=0.01, poll_s=0.01))
     assert not spread.settled and spread.nodes_without_leaders == ["w1"]
+
+
+class ReplicaAdmin:
+    """Answers `status` with the replicas' nodes, one list per poll (the last repeats)."""
+
+    def __init__(self, script: list[list[list[str]]]) -> None:
+        self.script, self.polls = script, 0
+
+    async def call(self, op: str, **_: object) -> object:
+        nodes = self.script[min(self.polls, len(self.script) - 1)]
+        self.polls += 1
+        return {"replicas": [{"replica_id": i, "nodes": n} for i, n in enumerate(nodes)]}
+
+
+def test_per_node_storage_waits_for_each_workers_data_directory_to_be_a_replica() -> None:
+    from loadtest.experiment.node_join import wait_replicas
+
+    admin = ReplicaAdmin([[["head"]], [["head"], ["w1"]], [["head"], ["w1"], ["w2"]]])
+    assert asyncio.run(wait_replicas(admin, ["w1", "w2"], timeout_s=5, poll_s=0)) == []
+    assert admin.polls == 3
+    stuck = ReplicaAdmin([[["head"], ["w1"]]])
+    assert asyncio.run(wait_replicas(stuck, ["w1", "w2"], timeout_s=0.05, poll_s=0.01)) == ["w2"]
+
+
+def test_the_cluster_command_and_where_the_coordinators_logs_are_follow_the_storage(tmp_path) -> None:
+    from loadtest.experiment.cluster_process import ClusterProcess
+    from loadtest.experiment.scenario import ClusterSpec
+
+    per_node = ClusterProcess(tmp_path, ClusterSpec(nodes=3), {})
+    assert "--data-dir" in per_node.command() and "--shared-data-dir" not in per_node.command()
+    assert per_node.coordinator_data_dir == tmp_path / "data" / "node-0"
+    shared = ClusterProcess(tmp_path, ClusterSpec(nodes=3, storage="shared"), {})
+    assert "--shared-data-dir" in shared.command() and shared.coordinator_data_dir == tmp_path / "data"
+    one = ClusterProcess(tmp_path, ClusterSpec(nodes=1), {})
+    assert "--data-dir" in one.command() and one.coordinator_data_dir == tmp_path / "data"
