@@ -145,6 +145,10 @@ SETTINGS: dict[str, Setting] = {
         Setting("replica.fetch.wait.max.ms", 500, Int(0), "longest a follower's fetch waits at its leader"),
         Setting("replica.fetch.max.bytes", 1_048_576, Int(0), "bytes a follower fetches per partition per call"),
         Setting("replica.fetch.backoff.ms", 1_000, Int(0), "a follower's wait after a failed fetch"),
+        Setting("broker.session.timeout.ms", 9_000, Int(1),
+                "a replica host that has not answered the controller's pings for this long is fenced: its "
+                "replicas count as gone (a paused or stalled process) until it answers again"),
+        Setting("broker.heartbeat.interval.ms", 2_000, Int(1), "how often the controller pings each replica host"),
         # raygroups' own
         Setting("raygroups.log.flush", "batch", Choice(("batch", "none")),
                 "batch: fsync once per append batch; none: page cache only (survives a process kill, not a power loss)"),

@@ -173,7 +173,7 @@ class UserPartition:
         return out
 
     @staticmethod
-    def _write_failed(appends: list[_Append], exc: Exception) -> None:
+    def _write_failed(appends: list[_Append], exc: BaseException) -> None:
         # Nothing was written, so the staged producer state is dropped. Retries, duplicates
         # and rejections of this append all get the retriable storage error: their answers
         # may have depended on batches that are not in the log after all.

@@ -27,7 +27,6 @@ from concurrent.futures import Executor
 
 from kio.schema.errors import ErrorCode
 
-from cluster.log import LogWriteError
 from cluster.partition import FetchOutcome, ProduceOutcome, UserPartition, _Append, _resolve
 from cluster.producer_state import Accepted, Duplicate, ProducerStateManager
 from cluster.replication.log_replica import LogReplica
@@ -74,7 +73,7 @@ class ReplicatedPartition(UserPartition):
         if plan.batches:
             try:
                 write = await self.manager.write((self.topic, self.partition), plan.batches, plan.headers, False)
-            except LogWriteError as exc:
+            except Exception as exc:  # noqa: BLE001 - any failure: nothing is known written, and every request is answered
                 self._write_failed(taking, exc)
                 return
             if write.error is not ErrorCode.none:
@@ -134,8 +133,11 @@ class ReplicatedPartition(UserPartition):
         return FetchOutcome(ErrorCode.none, hw, start, log.read(offset, max_bytes, last))
 
     def latest_offset(self) -> int:
+        """The high watermark; before a new leader can vouch for it (KIP-207), the one it has,
+        which may lag the last leader's a little: a share group starting at the latest then gets a
+        few recent records again rather than the whole log."""
         hw = self.high_watermark()
-        return hw if hw is not None else self.log.log_start_offset
+        return hw if hw is not None else self.replica.high_watermark
 
     def offset_for(self, timestamp: int) -> tuple[int, int]:
         offset, ts = super().offset_for(timestamp)

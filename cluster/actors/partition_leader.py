@@ -83,6 +83,7 @@ class PartitionLeader:
         self.shares = SharePartitionManager(config, persister, clock, wakeups or LoopWakeups(clock), self._leading)
         # The replicated partitions' replicas kept here, from the controller's first push.
         self.replicas: ReplicaManager | None = None
+        self._pushes = asyncio.Lock()
 
     # -- leadership -----------------------------------------------------------------------------
 
@@ -142,6 +143,14 @@ class PartitionLeader:
         replica_keeper.py): each replica leads or follows as its registration says, and a
         partition whose replica here leads is served (produce, fetch, share groups) at its leader
         epoch; one that stopped leading here closes its serving side, its log stays a follower's."""
+        # One push at a time, apply and serving together: two overlapping pushes (the keeper's pass
+        # and an AlterPartition's, or a push sent again after a timeout) would otherwise both find
+        # a partition unserved across the producer-state rebuild and install two serving objects.
+        async with self._pushes:
+            await self._apply_replicas(push, leader_link, controller)
+
+    async def _apply_replicas(self, push: ReplicaPush, leader_link: Callable[[int], LeaderLink],
+                              controller: ControllerLink) -> None:
         if self.replicas is None:
             self.replicas = ReplicaManager(
                 push.replica_id, push.incarnation, self.data_dir, self._log_config, replication_config(self.config),
@@ -150,7 +159,7 @@ class PartitionLeader:
         elif (self.replicas.replica_id, self.replicas.incarnation) != (push.replica_id, push.incarnation):
             raise ValueError(f"{self.name} keeps replica {self.replicas.replica_id} (incarnation "
                              f"{self.replicas.incarnation}), not {push.replica_id} ({push.incarnation})")
-        await self.replicas.apply(push.registrations)
+        await self.replicas.apply(push.registrations, push.topic_ids)
         for tp in push.registrations:
             await self._serve_if_leading(tp)
 
@@ -161,8 +170,11 @@ class PartitionLeader:
         current = self.partitions.get(tp)
         if current is not None and not isinstance(current, ReplicatedPartition):
             return  # kept in one copy, loaded by the controller: not this path's
-        if leader is not None and current is not None and current.replica is replica \
-                and current.epoch == leader.leader_epoch:
+        if leader is not None and current is not None and current.replica is replica and not current.closed:
+            # Still the leader (a new epoch from a registration that kept it leading, as when a
+            # follower left): serve on, waiting acks=all writes too, as Kafka keeps a delayed
+            # produce across such a bump; only the epoch requests must name changes.
+            current.epoch = leader.leader_epoch
             return
         if current is not None:
             self.shares.drop_partition(*tp)  # its share state is re-read by whoever serves it next
@@ -271,7 +283,8 @@ class PartitionLeader:
             if fenced is not None:
                 out.append(LogEnd(fenced))
                 continue
-            if isinstance(partition, ReplicatedPartition) and partition.high_watermark() is None:
+            if isinstance(partition, ReplicatedPartition) and partition.high_watermark() is None \
+                    and item.timestamp not in (-2, -4):
                 out.append(LogEnd(ErrorCode.offset_not_available))  # KIP-207: a new leader not caught up
                 continue
             offset, ts = partition.offset_for(item.timestamp)

@@ -53,6 +53,9 @@ class ActorPool(Protocol):
     async def apply_replicas(self, handle: Any, push: Any) -> None:
         """Give a host the registrations of its replicas (cluster/control/replica_keeper.py)."""
 
+    async def ping(self, handle: Any, timeout: float) -> bool:
+        """True if the actor answers within `timeout` (raises otherwise)."""
+
     async def metrics(self, handle: Any, timeout: float) -> dict[str, Any]:
         """The actor's metrics snapshot (cluster/metrics/registry.py)."""
 
@@ -210,7 +213,10 @@ class RayActorPool:
 
     async def apply_replicas(self, handle: Any, push: Any) -> None:
         # Bounded: a host that hangs must not hold the reconciler's pass; the next pass pushes again.
-        await _with_timeout(handle.apply_replicas.remote(push), 30)
+        await _with_timeout(handle.apply_replicas.remote(push), 10)
+
+    async def ping(self, handle: Any, timeout: float) -> bool:
+        return await _with_timeout(handle.ping.remote(), timeout)
 
     async def shutdown(self, handle: Any, timeout: float) -> None:
         await _with_timeout(handle.shutdown.remote(), timeout)

@@ -123,7 +123,11 @@ class Reconciler:
         self._lost_with_node: set[str] = set()  # actors taken as dead because their node left
         self._registering: set[uuid.UUID] = set()  # data directories whose registration was asked
         self._serial = 0
-        self.replicas = ReplicaKeeper(self, meta, change_registrations or _no_registrations)
+        self.replicas = ReplicaKeeper(
+            self, meta, change_registrations or _no_registrations,
+            session_s=config["broker.session.timeout.ms"] / 1000, heartbeat_s=config["broker.heartbeat.interval.ms"] / 1000,
+        )
+        self._sessions: asyncio.Task | None = None
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -131,6 +135,7 @@ class Reconciler:
         self._wake.set()
 
     async def run(self) -> None:
+        self._sessions = asyncio.ensure_future(self.replicas.run_sessions(lambda: self.stopping, self.wake))
         while not self.stopping:
             due = self._next_due()
             try:
@@ -271,8 +276,9 @@ class Reconciler:
         internal topics until the coordinators keep replicas, and any topic created while the
         cluster had one directory). -1 while the controller's node has no actor up yet (nothing
         can be placed then); None where there is one directory (anywhere will do)."""
-        ids = {e.replica_id for e in self.actors.values() if e.ready and e.replica_id is not None}
-        if len(ids) < 2:
+        # The directories the metadata knows, not those with live actors now: while a node's
+        # actors are down (or not yet up) the single copies must still stay home.
+        if len(self.meta().replica_ids) < 2:
             return None
         own = getattr(self.pool, "own_node", lambda: None)()
         mine = {e.replica_id for e in self.actors.values() if e.ready and e.node_id == own and e.replica_id is not None}
@@ -449,7 +455,7 @@ class Reconciler:
     async def stop(self) -> None:
         self.stopping = True
         self.wake()
-        for task in [*self._watchers.values(), *self._tasks]:
+        for task in [*self._watchers.values(), *self._tasks, *([self._sessions] if self._sessions else [])]:
             task.cancel()
 
     # -- the map as routers see it ----------------------------------------------------------------

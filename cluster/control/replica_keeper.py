@@ -23,6 +23,14 @@ Each pass (under the reconciler's lock, level-triggered like the rest):
 AlterPartition (the leaders' ISR changes) is answered by `alter_partition`, under the keeper's
 own lock rather than the reconciler's, which a pass holds through slow loads: an ISR change
 waits for another registration change, never for a load.
+
+Sessions (Kafka's broker heartbeats and `broker.session.timeout.ms`): Ray says when an actor dies,
+not when it stops answering (a paused process, a stalled machine). While there are replicated
+partitions the keeper pings every host each `broker.heartbeat.interval.ms`; a host that has not
+answered for the session timeout is fenced: its replicas count as dead (out of the ISR, their
+leaderships elected elsewhere) and it is pushed nothing until it answers again, in the same
+incarnation, as Kafka unfences a broker whose heartbeats resume. What a paused leader wrote and
+never replicated is cut when it learns it follows (KIP-101/279).
 """
 
 from __future__ import annotations
@@ -85,6 +93,8 @@ class ReplicaKeeper:
         host: KeeperHost,
         meta: Callable[[], ClusterMetadata],
         change: Callable[[dict[TP, PartitionRegistration]], Awaitable[None]],
+        session_s: float = 9.0,
+        heartbeat_s: float = 2.0,
     ) -> None:
         self.host = host
         self.meta = meta
@@ -96,6 +106,11 @@ class ReplicaKeeper:
         self.lock = asyncio.Lock()
         self._pushed: dict[str, dict[TP, int]] = {}  # host -> partition epochs it was last pushed
         self._broker_of: dict[int, int] = {}  # replica id -> the broker id of the node it was last on
+        self._published: dict[TP, int] = {}  # the leader epoch the map was last published with
+        self.session_s = session_s
+        self.heartbeat_s = heartbeat_s
+        self.answered: dict[str, float] = {}  # host -> when it last answered a ping (or became a host)
+        self.fenced: set[str] = set()
 
     def alive(self, tp: TP, registration: PartitionRegistration) -> dict[int, int]:
         """The replicas of `tp` with a live host, each with its host's incarnation."""
@@ -104,7 +119,7 @@ class ReplicaKeeper:
         for replica in registration.replicas:
             name = self.hosts.get((replica, kind))
             entry = self.host.actors.get(name) if name is not None else None
-            if entry is not None and entry.ready:
+            if entry is not None and entry.ready and name not in self.fenced:
                 out[replica] = entry.serial
         return out
 
@@ -133,6 +148,9 @@ class ReplicaKeeper:
     async def step(self) -> None:
         """One pass: hosts, registrations in step with them, the map, the pushes."""
         self.hosts = choose_hosts(self.hosts, list(self.host.actors.values()))
+        now = self.host.clock()
+        for name in self.hosts.values():
+            self.answered.setdefault(name, now)  # a new host's session starts now
         async with self.lock:
             registrations = self.meta().registrations
             changes: dict[TP, PartitionRegistration] = {}
@@ -153,21 +171,27 @@ class ReplicaKeeper:
             # Only once durable: a pass whose write failed sees the same difference next time.
             self.seen = seen
             self.answers = {tp: a for tp, a in self.answers.items() if tp in registrations}
-        await self._lead()
+        # The hosts first: a gateway routed by the new map finds its leader already leading.
         await self.push()
+        await self._lead()
 
     async def _lead(self) -> None:
-        """The leadership map's registered partitions: the host of each one's leader replica."""
+        """The leadership map's registered partitions: the host of each one's leader replica, at
+        its leader epoch (published when either changed: the gateways route with both)."""
         registrations = self.meta().registrations
         changed = False
         for tp, reg in registrations.items():
             name = self.hosts.get((reg.leader, kind_for_topic(tp[0]))) if reg.has_leader else None
-            if self.host.leaders.get(tp) != name:
+            if name in self.fenced:
+                name = None
+            if self.host.leaders.get(tp) != name or (name is not None and self._published.get(tp) != reg.leader_epoch):
                 changed = True
                 if name is None:
-                    del self.host.leaders[tp]
+                    self.host.leaders.pop(tp, None)
+                    self._published.pop(tp, None)
                 else:
                     self.host.leaders[tp] = name
+                    self._published[tp] = reg.leader_epoch
         if changed:
             await self.host.publish()
 
@@ -179,6 +203,8 @@ class ReplicaKeeper:
             sources.setdefault(kind, {})[replica] = self.host.actors[name].handle
         pushes: list[tuple[str, ReplicaPush]] = []
         for (replica, kind), name in self.hosts.items():
+            if name in self.fenced:
+                continue  # it does not answer: pushed once it does again
             before = self._pushed.get(name, {})
             # A partition this host keeps, or kept at the last push and has since left (a
             # completed reassignment): the registration without it tells it to remove its copy.
@@ -191,7 +217,9 @@ class ReplicaKeeper:
             if before == epochs:
                 continue  # nothing new (nothing at all, where one data directory keeps one copy)
             entry = self.host.actors[name]
-            pushes.append((name, ReplicaPush(replica, entry.serial, mine, sources[kind])))
+            topics = self.meta().topics
+            ids = {t: topics[t].topic_id for t, _ in mine if t in topics}
+            pushes.append((name, ReplicaPush(replica, entry.serial, mine, sources[kind], ids)))
         results = await asyncio.gather(
             *(self.host.pool.apply_replicas(self.host.actors[name].handle, push) for name, push in pushes),
             return_exceptions=True,
@@ -199,9 +227,47 @@ class ReplicaKeeper:
         for (name, push), result in zip(pushes, results):
             if isinstance(result, BaseException):
                 log.warning("%s did not take its replicas: %s", name, result)
-                self._pushed.pop(name, None)  # the next pass pushes again
+                # The next pass pushes again, everything it was told of (-1 matches no epoch), so a
+                # partition it has since left is still sent, telling it to let go.
+                told = {**self._pushed.get(name, {}), **{tp: -1 for tp in push.registrations}}
+                self._pushed[name] = {tp: -1 for tp in told}
             else:
                 self._pushed[name] = {tp: reg.partition_epoch for tp, reg in push.registrations.items()}
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    async def probe(self) -> bool:
+        """Ping every host once (each within a heartbeat); fence those whose last answer is older
+        than the session, unfence those that answered. True when that changed who is fenced."""
+        names = sorted(set(self.hosts.values()))
+        if not self.meta().registrations or not names:
+            return False
+        results = await asyncio.gather(
+            *(self.host.pool.ping(self.host.actors[name].handle, self.heartbeat_s) for name in names),
+            return_exceptions=True,
+        )
+        now = self.host.clock()
+        for name, result in zip(names, results):
+            if result is True:
+                self.answered[name] = now
+        fenced = {n for n in names if now - self.answered.get(n, now) > self.session_s}
+        for name in fenced - self.fenced:
+            self.host.event("fenced", f"{name} has not answered for {self.session_s:g} s: its replicas count as gone")
+        for name in self.fenced - fenced:
+            self.host.event("unfenced", f"{name} answers again")
+        changed = fenced != self.fenced
+        self.fenced = fenced
+        return changed
+
+    async def run_sessions(self, stopping: Callable[[], bool], wake: Callable[[], None]) -> None:
+        """Probe every heartbeat, and wake the reconciler when a host was fenced or unfenced."""
+        while not stopping():
+            await asyncio.sleep(self.heartbeat_s)
+            try:
+                if await self.probe():
+                    wake()
+            except Exception:  # noqa: BLE001 - the next heartbeat tries again
+                log.exception("probing the replica hosts failed")
 
     async def alter_partition(self, tp: TP, request: AlterPartition) -> tuple[ErrorCode, PartitionRegistration | None]:
         """A leader's ISR change (Kafka's AlterPartition for one partition): applied and durable

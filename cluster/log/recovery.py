@@ -22,6 +22,7 @@ import crc32c
 from cluster import recordbatch
 from cluster.log.checkpoint import TMP_NAME, Checkpoint, read_checkpoint, remove_checkpoint
 from cluster.log.epoch_checkpoint import TMP_NAME as EPOCH_TMP_NAME
+from cluster.log.partition_metadata import TMP_NAME as METADATA_TMP_NAME
 from cluster.log.config import LogConfig
 from cluster.log.errors import LogError, LogWriteError
 from cluster.log.files import ChunkReader, LogFiles, SegmentFile, open_file
@@ -86,7 +87,7 @@ class Recovery:
 
     def run(self) -> tuple[list[Segment], RecoveryReport]:
         for path in sorted(self.directory.iterdir()):
-            if path.name.endswith(CLEANED_SUFFIX) or path.name in (TMP_NAME, EPOCH_TMP_NAME):
+            if path.name.endswith(CLEANED_SUFFIX) or path.name in (TMP_NAME, EPOCH_TMP_NAME, METADATA_TMP_NAME):
                 path.unlink()  # an interrupted compaction or checkpoint write; the originals are intact
                 self.removed.append(path.name)
         checkpoint = self.checkpoint = read_checkpoint(self.files)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ from kio.schema.errors import ErrorCode
 from kernel.clock import Clock
 
 from cluster.log import LogConfig, PartitionLog
+from cluster.log.files import remove_directory
+from cluster.log.partition_metadata import read_topic_id, write_topic_id
 from cluster.recordbatch import BatchHeader
 from cluster.replication.log_replica import LogReplica, ReplicaFetch, ReplicaFetched, ReplicationConfig
 from cluster.replication.registration import AlterPartition, PartitionRegistration
@@ -101,11 +104,14 @@ class ReplicaManager:
         self._expiry: asyncio.Task | None = None
         self._applying = asyncio.Lock()
         self._applied: dict[TP, int] = {}  # the partition epoch last applied, removals included
+        self._topic_ids: dict[TP, uuid.UUID] = {}  # the topic each open replica's log belongs to
         self._closed = False
 
     # -- the controller's word -------------------------------------------------------------------
 
-    async def apply(self, registrations: dict[TP, PartitionRegistration]) -> None:
+    async def apply(
+        self, registrations: dict[TP, PartitionRegistration], topic_ids: dict[str, uuid.UUID] | None = None
+    ) -> None:
         """Open what is new, make each replica what its registration says, and (re)start fetchers.
         A registration no newer than the last one applied to that partition is stale (a push
         overtaken by a later one) and ignored, a removal included: deleting a log on the word of
@@ -113,10 +119,19 @@ class ReplicaManager:
         time; a partition whose log cannot open or write is logged and left for the next push."""
         async with self._applying:
             for tp, registration in registrations.items():
+                topic_id = (topic_ids or {}).get(tp[0])
+                if topic_id is not None and self._topic_ids.get(tp, topic_id) != topic_id:
+                    # The topic was deleted and made again under its name (a delete this host
+                    # missed): the old copy goes, and the new topic's epochs start afresh.
+                    await self._remove(tp)
+                    self._applied.pop(tp, None)
+                elif topic_id is not None and tp in self.replicas and tp not in self._topic_ids:
+                    await self._io(write_topic_id, self.data_dir / f"{tp[0]}-{tp[1]}", topic_id)
+                    self._topic_ids[tp] = topic_id  # opened before its id was known
                 if registration.partition_epoch <= self._applied.get(tp, -1):
                     continue
                 try:
-                    await self._apply_one(tp, registration)
+                    await self._apply_one(tp, registration, topic_id)
                 except Exception:
                     log.exception("replica of %s-%s: applying %s failed", *tp, registration)
                     continue
@@ -125,13 +140,16 @@ class ReplicaManager:
             if self._expiry is None and not self._closed:
                 self._expiry = asyncio.ensure_future(self._expire_isr())
 
-    async def _apply_one(self, tp: TP, registration: PartitionRegistration) -> None:
+    async def _apply_one(self, tp: TP, registration: PartitionRegistration, topic_id: uuid.UUID | None = None) -> None:
         if self.replica_id not in registration.replicas:
             await self._remove(tp)
             return
         replica = self.replicas.get(tp)
         if replica is None:
             path = self.data_dir / f"{tp[0]}-{tp[1]}"
+            if topic_id is not None:
+                await self._io(_claim_directory, path, topic_id)
+                self._topic_ids[tp] = topic_id
             opened = await self._io(PartitionLog.open, path, self.log_config)
             replica = await self._io(LogReplica, self.replica_id, self.incarnation, opened, self.config)
             self.replicas[tp] = replica
@@ -141,6 +159,7 @@ class ReplicaManager:
 
     async def _remove(self, tp: TP) -> None:
         """Left the assignment (a completed reassignment): Kafka's StopReplica with deletion."""
+        self._topic_ids.pop(tp, None)
         replica = self.replicas.pop(tp, None)
         task = self._alters.pop(tp, None)
         if task is not None:
@@ -326,7 +345,12 @@ class ReplicaManager:
         one call, apply the answers, again; back off after a failed call or an error answer."""
         link = self.leader_link(source)
         while not self._closed:
-            sent = await self._io(self._next_fetches, source)
+            try:
+                sent = await self._io(self._next_fetches, source)
+            except Exception:  # noqa: BLE001 - a fetcher that ends stops every partition it carries
+                log.exception("preparing the fetch from replica %s failed; trying again", source)
+                await asyncio.sleep(self.fetcher.backoff_ms / 1000)
+                continue
             if not sent:
                 return
             try:
@@ -346,7 +370,8 @@ class ReplicaManager:
 
     def _next_fetches(self, source: int) -> list[tuple[TP, ReplicaFetch]]:
         sent = []
-        for tp, replica in self.replicas.items():
+        # A copy taken at once (the event loop adds and removes replicas while this thread runs).
+        for tp, replica in list(self.replicas.items()):
             if replica.follower is not None and replica.follower.leader == source:
                 fetch = replica.next_fetch()
                 if fetch is not None:
@@ -424,3 +449,15 @@ class ReplicaManager:
                 self._notify(tp)  # acks=all waiters learn the replica is gone
             self._changed.clear()
         self.executor.shutdown(wait=True)
+
+
+def _claim_directory(path: Path, topic_id: uuid.UUID) -> None:
+    """Make `path` the log of topic `topic_id`: a directory holding another topic's id (a deleted
+    topic's copy this replica missed) is removed first; then the id is written beside the log."""
+    stored = read_topic_id(path)
+    if stored is not None and stored != topic_id:
+        log.warning("%s held a deleted topic's log (topic id %s, not %s): removed", path, stored, topic_id)
+        remove_directory(path)
+    if stored != topic_id:
+        path.mkdir(parents=True, exist_ok=True)
+        write_topic_id(path, topic_id)

@@ -3,7 +3,8 @@ that keeps the replicas applies it: cluster/actors/partition_leader.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.replication.registration import PartitionRegistration
@@ -21,3 +22,5 @@ class ReplicaPush:
     incarnation: int
     registrations: dict[TP, PartitionRegistration]
     sources: dict[int, Any]  # replica id -> the Ray handle of its host (of this host's kind)
+    # each topic's id (KIP-516): a log left by a deleted topic of the same name is not this one's
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)

@@ -4,12 +4,16 @@ Three ray.cluster_utils nodes on this machine, each started with RAYGROUPS_NODE_
 directory of its own, as three machines' local disks; raygroups attached with `--address` and no
 `--shared-data-dir`. A topic gets three replicas, one per node; Metadata names them and the ISR;
 acks=all writes are in every replica's log; a worker node removed mid-load costs its leaderships,
-which go to in-sync replicas on the other nodes, and no acknowledged record is lost. The internal
-topics keep one copy in the controller's node's directory until the coordinators keep replicas.
+which go to in-sync replicas on the other nodes, and no acknowledged record is lost. A leader
+whose host is paused (SIGSTOP: alive to Ray, answering nothing) is fenced once its session lapses;
+its follower leads alone, below min.insync.replicas, and refuses acks=all until the paused host
+answers again, catches up and is back in the ISR. The internal topics keep one copy in the
+controller's node's directory until the coordinators keep replicas.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -48,7 +52,8 @@ def nodes(disks):
 def raygroups(nodes, tmp_path_factory):
     proc = ClusterProcess(tmp_path_factory.mktemp("controller"), "--address", nodes.address, "--gateways", "per-node",
                           "--config", "replica.lag.time.max.ms=4000", "--config", "replica.fetch.wait.max.ms=200",
-                          "--config", "replica.fetch.backoff.ms=200").start()
+                          "--config", "replica.fetch.backoff.ms=200", "--config", "broker.session.timeout.ms=3000",
+                          "--config", "broker.heartbeat.interval.ms=500").start()
     yield proc
     proc.stop()
 
@@ -106,3 +111,45 @@ def test_three_replicas_a_node_lost_and_nothing_acknowledged_lost(nodes, raygrou
     assert acknowledged <= got, sorted(acknowledged - got)[:5]
     assert len(read) == len(got) == len(acknowledged)  # idempotent: nothing twice
     print(f"\nFIGURES replicated partitions led again {moved:.1f} s after the node's loss")
+
+
+def test_a_paused_leader_is_fenced_and_acks_all_waits_for_the_isr_to_be_whole_again(nodes, raygroups):
+    """After the first test two nodes live: a new topic has two replicas (the default, capped)."""
+    topic = "isolated"
+    admin = AdminClient({"bootstrap.servers": head(raygroups)})
+    admin.create_topics([NewTopic(topic, 1, -1)])[topic].result(30)
+    wait_for(lambda: (lambda d: len(d) == 1 and len(d[0][2]) == 2)(described(head(raygroups), topic)), 60,
+             "two in-sync replicas")
+    before = confluent_produce(head(raygroups), topic, records(50, 1, "a"), **IDEMPOTENT)
+    assert len(before) == 50
+    leader_broker, _, _ = described(head(raygroups), topic)[0]
+    node_of_broker = {b: n for n, b in broker_of_node(raygroups).items()}
+    host = next(a["name"] for a in admin_call(head(raygroups), "actors")
+                if a["kind"] == "partition-leader" and a["alive"] and a["node_id"] == node_of_broker[leader_broker]
+                and any(p["topic"] == topic for p in a.get("partitions", [])))
+    epoch = next(l["epoch"] for l in admin_call(head(raygroups), "status")["leaders"] if l["topic"] == topic)
+
+    pause = threading.Thread(target=admin_call, args=(head(raygroups), "pause"), kwargs={"name": host, "seconds": 8})
+    pause.start()
+    try:
+        # Fenced after its 3 s session: the other replica leads, alone, below min.insync.replicas.
+        wait_for(lambda: (lambda d: d[0][0] != leader_broker and len(d[0][2]) == 1)(described(head(raygroups), topic)),
+                 30, "the follower leading alone")
+        during = confluent_produce(head(raygroups), topic, records(50, 1, "b"), **IDEMPOTENT,
+                                   **{"message.timeout.ms": 60_000})
+        # Acknowledged only after the paused host answered again (the pause call returns then):
+        # until it rejoined the ISR, acks=all was refused, never counted on one copy.
+        assert not pause.is_alive()
+    finally:
+        pause.join(60)
+    # The records produced meanwhile were acknowledged only once the resumed replica was back in
+    # the ISR: acks=all never counted fewer copies than promised.
+    assert len(during) == 50
+    wait_for(lambda: len(described(head(raygroups), topic)[0][2]) == 2, 30, "the ISR whole again")
+    events = [e["kind"] for e in admin_call(head(raygroups), "status")["events"]]
+    assert "fenced" in events and "unfenced" in events
+    after = next(l["epoch"] for l in admin_call(head(raygroups), "status")["leaders"] if l["topic"] == topic)
+    assert after > epoch
+    acknowledged = {(r.offset, r.value) for r in before + during}
+    read = confluent_consume_all(head(raygroups), topic, 1, len(acknowledged), timeout=60)
+    assert {(r.offset, r.value) for r in read} == acknowledged and len(read) == 100

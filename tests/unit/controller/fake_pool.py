@@ -27,6 +27,7 @@ class FakeActor:
     leadership: Leadership | None = None
     directory: uuid.UUID | None = None  # its node's data directory id, as an actor that keeps logs says
     replicas: Any = None  # the last ReplicaPush it was given
+    paused: bool = False  # alive to Ray, answering nothing (SIGSTOP)
 
 
 class FakeClock:
@@ -101,9 +102,14 @@ class FakePool:
         handle.leadership = leadership
 
     async def apply_replicas(self, handle: FakeActor, push: Any) -> None:
-        if handle.dead.is_set():
-            raise RuntimeError(f"{handle.name} is dead")
+        if handle.dead.is_set() or handle.paused:
+            raise RuntimeError(f"{handle.name} does not answer")
         handle.replicas = push
+
+    async def ping(self, handle: FakeActor, timeout: float) -> bool:
+        if handle.dead.is_set() or handle.paused:
+            raise TimeoutError(f"{handle.name} does not answer")
+        return True
 
     async def shutdown(self, handle: FakeActor, timeout: float) -> None:
         pass

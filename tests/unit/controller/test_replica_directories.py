@@ -16,7 +16,7 @@ from cluster.config import Config
 from cluster.control.controller import Controller
 from cluster.metadata import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TopicSpec
 from kio.schema.errors import ErrorCode
-from tests.unit.controller.fake_pool import FakeActor
+from tests.unit.controller.fake_pool import FakeActor, FakeClock
 from tests.unit.controller.test_reconciler import SMALL, settle
 from tests.unit.controller.test_reconciler_nodes import NodePool
 
@@ -324,3 +324,51 @@ def test_partitions_in_one_copy_stay_in_the_controllers_data_directory(tmp_path)
         assert all(tp in controller.leaders for tp in single)
 
     run(test, tmp_path, pool)
+
+
+def test_a_host_that_stops_answering_is_fenced_and_its_leaderships_elected_elsewhere(tmp_path):
+    """A paused process is alive to Ray: only its silence tells (Kafka's session timeout)."""
+    directories = {n: uuid.uuid4() for n in "abc"}
+    pool = StoragePool(list("abc"), directories)
+    clock = FakeClock()
+
+    async def test(controller):
+        keeper = controller.reconciler.replicas
+        await with_topic(controller, TopicSpec("t", 6))
+        assert not await keeper.probe()
+        victim = hosted(controller)[(1, ActorKind.PARTITION_LEADER)]
+        led = {tp for tp, reg in controller._meta().registrations.items() if tp[0] == "t" and reg.leader == 1}
+        assert led
+        pool.by_name(victim).paused = True
+        clock.now += 5  # within the session: nothing yet
+        assert not await keeper.probe() and not keeper.fenced
+        clock.now += 5  # 10 s without an answer, past the 9 s session
+        assert await keeper.probe() and keeper.fenced == {victim}
+        await settle(controller)
+        regs = controller._meta().registrations
+        assert all(regs[tp].leader != 1 and 1 not in regs[tp].isr for tp in led)
+        assert all(controller.leaders[tp] != victim for tp in led)
+        pushed = pool.by_name(victim).replicas
+        assert all(pushed.registrations[tp].leader == 1 for tp in led)  # it was told nothing since
+        # It answers again, in the same incarnation: pushed that it follows, out of the ISR until
+        # the leader adds it back.
+        pool.by_name(victim).paused = False
+        clock.now += 1
+        assert await keeper.probe() and not keeper.fenced
+        await settle(controller)
+        pushed = pool.by_name(victim).replicas
+        assert pushed.incarnation == controller.actors[victim].serial
+        assert all(pushed.registrations[tp] == controller._meta().registrations[tp] for tp in led)
+        assert all(1 not in controller._meta().registrations[tp].isr for tp in led)
+        assert {e["kind"] for e in controller.events} >= {"fenced", "unfenced"}
+
+    async def main() -> None:
+        controller = Controller(Config(SMALL), tmp_path, "127.0.0.1", 0, "test", pool=pool, clock=clock)
+        await controller.start()
+        try:
+            await test(controller)
+        finally:
+            await controller.shutdown()
+            controller.executor.shutdown()
+
+    asyncio.run(asyncio.wait_for(main(), 30))

@@ -191,3 +191,84 @@ def test_a_leader_told_it_follows_refuses_writes_and_answers_waiting_ones(tmp_pa
         assert (await produce(old, old_epoch + 1, producer_batch(7, 0, 1))).error_code == ErrorCode.not_leader_or_follower
 
     run(World(tmp_path, **{"replica.lag.time.max.ms": 60_000}), test)
+
+
+def test_two_pushes_at_once_install_one_serving_partition(tmp_path):
+    """The keeper's pass and an AlterPartition's push can reach a host together: one of them
+    must not find the partition unserved while the other rebuilds its producer state."""
+
+    async def test(w: World):
+        for r in (0, 1, 2):
+            await w.start(r)
+        leader = w.leader()
+        first = leader.partitions[TP]
+        moved = PartitionRegistration((0, 1, 2), (0, 1, 2), 0, w.epoch + 1, w.registration.partition_epoch + 1)
+        w.registration = moved
+        await asyncio.gather(w.push_to(0), w.push_to(0), w.push_to(0))
+        serving = leader.partitions[TP]
+        assert serving is first and serving.epoch == moved.leader_epoch and not serving.closed
+        outcome = await produce(leader, moved.leader_epoch, producer_batch(7, 0, 0))
+        assert outcome.error_code == ErrorCode.none
+
+    run(World(tmp_path), test)
+
+
+def test_a_write_waiting_for_its_followers_survives_an_epoch_bump_that_keeps_its_leader(tmp_path):
+    """Kafka keeps a delayed produce across a new epoch on the same leader: the write is safe there."""
+
+    async def test(w: World):
+        for r in (0, 1, 2):
+            await w.start(r)
+        leader = w.leader()
+        paused = w.hosts.pop(2)  # one follower stops fetching, unknown to the controller: no HW
+        await paused.shutdown()
+        follower = w.hosts.pop(1)
+        await follower.shutdown()
+        waiting = asyncio.ensure_future(produce(leader, w.epoch, producer_batch(7, 0, 0), timeout_ms=20_000))
+        await until(lambda: leader.replicas.replicas[TP].log.end_offset == 1)
+        bumped = PartitionRegistration((0, 1, 2), (0, 1, 2), 0, w.epoch + 1, w.registration.partition_epoch + 1)
+        w.registration = bumped
+        await w.push_to(0)
+        assert not waiting.done()
+        await w.start(1)  # a follower back: the write reaches the ISR's... the HW needs both
+        await w.start(2)
+        assert (await asyncio.wait_for(waiting, 20)).error_code == ErrorCode.none
+
+    run(World(tmp_path, **{"replica.lag.time.max.ms": 60_000}), test)
+
+
+def test_a_copy_left_by_a_deleted_topic_is_removed_when_the_name_is_used_again(tmp_path):
+    import uuid
+
+    from cluster.log.partition_metadata import read_topic_id
+
+    async def test(w: World):
+        old, new = uuid.uuid4(), uuid.uuid4()
+        host = PartitionLeader("partition-leader-0", w.config, tmp_path / "0")
+        w.hosts[0], w.incarnations[0] = host, 1
+        push = lambda reg, topic_id: ReplicaPush(0, 1, {TP: reg}, {}, {TP[0]: topic_id})  # noqa: E731
+        single = PartitionRegistration.new((0,))
+        await host.apply_replicas(push(single, old), lambda s: Link(w, s), w)
+        assert (await produce(host, 0, producer_batch(7, 0, 0), acks_all=False)).error_code == ErrorCode.none
+        directory = tmp_path / "0" / f"{TP[0]}-{TP[1]}"
+        assert read_topic_id(directory) == old
+        # The topic is deleted while this host is away, and made again: epochs start at 0 again.
+        await host.apply_replicas(push(single, new), lambda s: Link(w, s), w)
+        assert read_topic_id(directory) == new
+        assert host.replicas.replicas[TP].log.end_offset == 0
+        assert offsets_in((await fetch(host, 0)).records) == []
+        # The same after a restart: a new process finds the old topic's directory and clears it.
+        assert (await produce(host, 0, producer_batch(8, 0, 0), acks_all=False)).error_code == ErrorCode.none
+        await host.shutdown()
+        third = uuid.uuid4()
+        host = w.hosts[0] = PartitionLeader("partition-leader-0", w.config, tmp_path / "0")
+        await host.apply_replicas(push(single, third), lambda s: Link(w, s), w)
+        assert read_topic_id(directory) == third and host.replicas.replicas[TP].log.end_offset == 0
+        # Its own log, on the other hand, is kept across a restart.
+        assert (await produce(host, 0, producer_batch(9, 0, 0), acks_all=False)).error_code == ErrorCode.none
+        await host.shutdown()
+        host = w.hosts[0] = PartitionLeader("partition-leader-0", w.config, tmp_path / "0")
+        await host.apply_replicas(push(single, third), lambda s: Link(w, s), w)
+        assert host.replicas.replicas[TP].log.end_offset == 1
+
+    run(World(tmp_path, replicas=(0,), **{"min.insync.replicas": 1}), test)
