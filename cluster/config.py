@@ -149,6 +149,10 @@ SETTINGS: dict[str, Setting] = {
                 "a replica host that has not answered the controller's pings for this long is fenced: its "
                 "replicas count as gone (a paused or stalled process) until it answers again"),
         Setting("broker.heartbeat.interval.ms", 2_000, Int(1), "how often the controller pings each replica host"),
+        Setting("auto.leader.rebalance.enable", True, Bool(),
+                "give replicated partitions back to their preferred (first) replica once it is in sync again"),
+        Setting("leader.imbalance.check.interval.seconds", 300, Int(1, long=True),
+                "how often the preferred leaders are elected again"),
         # raygroups' own
         Setting("raygroups.log.flush", "batch", Choice(("batch", "none")),
                 "batch: fsync once per append batch; none: page cache only (survives a process kill, not a power loss)"),

@@ -28,7 +28,7 @@ from kio.schema.errors import ErrorCode
 
 from cluster.control.actor_pool import ActorPool, RayActorPool
 from cluster.control.actor_state import ActorEntry
-from cluster.calls.kinds import kind_for_topic
+from cluster.calls.kinds import ActorKind, kind_for_topic
 from cluster.actors.common import setup_process
 from cluster.log import coordinator_log_config
 from cluster.config import Config
@@ -174,7 +174,12 @@ class Controller:
         """Where new partitions' replicas go: the replica ids of the data directories live actors
         keep logs in; None where there is one (one node, or nodes sharing a directory), whose
         partitions keep one copy unregistered, as before replication."""
-        ids = sorted({e.replica_id for e in self.actors.values() if e.ready and e.replica_id is not None})
+        # The data directories whose user-topic host (a partition leader) is up: a replica placed
+        # where none is would start out of the ISR, its leadership elected elsewhere.
+        ids = sorted({
+            e.replica_id for e in self.actors.values()
+            if e.ready and e.replica_id is not None and e.kind is ActorKind.PARTITION_LEADER
+        })
         if len(ids) < 2:
             return None
         return Replication(tuple(ids), self.config["default.replication.factor"])

@@ -126,6 +126,8 @@ class Reconciler:
         self.replicas = ReplicaKeeper(
             self, meta, change_registrations or _no_registrations,
             session_s=config["broker.session.timeout.ms"] / 1000, heartbeat_s=config["broker.heartbeat.interval.ms"] / 1000,
+            preferred_every_s=config["leader.imbalance.check.interval.seconds"]
+            if config["auto.leader.rebalance.enable"] else None,
         )
         self._sessions: asyncio.Task | None = None
 

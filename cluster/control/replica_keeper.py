@@ -15,6 +15,9 @@ Each pass (under the reconciler's lock, level-triggered like the rest):
   `reconcile(restarted(...))` (cluster/replication/registration.py) takes the dead out of the ISR
   and elects from the ISR where the leader is gone; the changes are written to the metadata log
   in one batch before anyone hears of them;
+- every `leader.imbalance.check.interval.seconds` (with `auto.leader.rebalance.enable`), the
+  first replica of each assignment that is alive and in the ISR leads again (Kafka's preferred
+  leader election): leaderships a failure moved go back where placement spread them;
 - the leadership map names, for each registered partition, the host of its leader replica at
   the registration's leader epoch (a partition without a leader is left out: unavailable);
 - every host is pushed the registrations of its replicas when they changed, with the hosts of the
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -44,6 +48,7 @@ from kio.schema.errors import ErrorCode
 
 from cluster.calls.kinds import ActorKind, kind_for_topic
 from cluster.control.actor_state import ActorEntry
+from cluster.control.leadership_changes import Cause, LeadershipChange, LeadershipChanges
 from cluster.metadata import ClusterMetadata
 from cluster.replication.push import ReplicaPush
 from cluster.replication.registration import (
@@ -51,6 +56,7 @@ from cluster.replication.registration import (
     AlterPartition,
     PartitionRegistration,
     answer_alter_partition,
+    elect_preferred,
     reconcile,
     restarted,
 )
@@ -67,6 +73,8 @@ class KeeperHost(Protocol):
     pool: Any
     actors: dict[str, ActorEntry]
     leaders: dict[TP, str]
+    changes: LeadershipChanges
+    _lost_with_node: set[str]
 
     def event(self, kind: str, detail: str) -> None: ...
     async def publish(self) -> None: ...
@@ -95,6 +103,7 @@ class ReplicaKeeper:
         change: Callable[[dict[TP, PartitionRegistration]], Awaitable[None]],
         session_s: float = 9.0,
         heartbeat_s: float = 2.0,
+        preferred_every_s: float | None = 300.0,
     ) -> None:
         self.host = host
         self.meta = meta
@@ -110,6 +119,10 @@ class ReplicaKeeper:
         self.session_s = session_s
         self.heartbeat_s = heartbeat_s
         self.answered: dict[str, float] = {}  # host -> when it last answered a ping (or became a host)
+        # Preferred leader elections (auto.leader.rebalance.enable), every
+        # leader.imbalance.check.interval.seconds: None turns them off.
+        self.preferred_every_s = preferred_every_s
+        self.preferred_at = 0.0
         self.fenced: set[str] = set()
 
     def alive(self, tp: TP, registration: PartitionRegistration) -> dict[int, int]:
@@ -151,8 +164,10 @@ class ReplicaKeeper:
         now = self.host.clock()
         for name in self.hosts.values():
             self.answered.setdefault(name, now)  # a new host's session starts now
+        preferred = self.preferred_every_s is not None and now >= self.preferred_at
+        began = time.time()
         async with self.lock:
-            registrations = self.meta().registrations
+            registrations = dict(self.meta().registrations)
             changes: dict[TP, PartitionRegistration] = {}
             seen: dict[TP, dict[int, int]] = {}
             for tp, reg in registrations.items():
@@ -160,9 +175,13 @@ class ReplicaKeeper:
                 before = self.seen.get(tp, {})
                 back = [r for r, incarnation in alive.items() if before.get(r) != incarnation]
                 new = reconcile(restarted(reg, back, alive), alive)
+                if preferred and not back:  # a replica just back is not in the ISR yet anyway
+                    new = elect_preferred(new, alive)
                 seen[tp] = alive
                 if new != reg:
                     changes[tp] = new
+            if preferred:
+                self.preferred_at = now + self.preferred_every_s
             if changes:
                 await self.change(changes)
                 elected = sum(1 for tp, new in changes.items() if new.leader != registrations[tp].leader)
@@ -173,18 +192,24 @@ class ReplicaKeeper:
             self.answers = {tp: a for tp, a in self.answers.items() if tp in registrations}
         # The hosts first: a gateway routed by the new map finds its leader already leading.
         await self.push()
-        await self._lead()
+        await self._lead(changed=bool(changes), began=began, preferred=preferred)
 
-    async def _lead(self) -> None:
+    async def _lead(self, changed: bool = False, began: float | None = None, preferred: bool = False) -> None:
         """The leadership map's registered partitions: the host of each one's leader replica, at
-        its leader epoch (published when either changed: the gateways route with both)."""
+        its leader epoch; published when either changed (the gateways route with both) or when
+        `changed` says a registration did (Metadata names the replicas and the ISR). Each change
+        of leader is recorded with its cause (cluster/control/leadership_changes.py): `began` when
+        the pass decided it, released at once (the old host is dead, fenced, or was told it follows
+        before the map moved), loaded now (the new host was pushed its registration first)."""
         registrations = self.meta().registrations
-        changed = False
+        now = time.time()
+        began = now if began is None else began
         for tp, reg in registrations.items():
             name = self.hosts.get((reg.leader, kind_for_topic(tp[0]))) if reg.has_leader else None
             if name in self.fenced:
                 name = None
-            if self.host.leaders.get(tp) != name or (name is not None and self._published.get(tp) != reg.leader_epoch):
+            old = self.host.leaders.get(tp)
+            if old != name or (name is not None and self._published.get(tp) != reg.leader_epoch):
                 changed = True
                 if name is None:
                     self.host.leaders.pop(tp, None)
@@ -192,8 +217,25 @@ class ReplicaKeeper:
                 else:
                     self.host.leaders[tp] = name
                     self._published[tp] = reg.leader_epoch
+                if old != name:
+                    cause = self._cause(old, name, preferred)
+                    gone = now if old in self.host._lost_with_node else began
+                    self.host.changes.record(LeadershipChange(
+                        tp[0], tp[1], reg.leader_epoch, name, old, cause, began, gone, now if name else None))
         if changed:
             await self.host.publish()
+
+    def _cause(self, old: str | None, new: str | None, preferred: bool) -> Cause:
+        if new is None:
+            return Cause.UNAVAILABLE
+        if old is None:
+            return Cause.CREATED
+        entry = self.host.actors.get(old)
+        if old in self.host._lost_with_node:
+            return Cause.NODE_LOSS
+        if entry is None or not entry.alive or old in self.fenced:
+            return Cause.FAILOVER
+        return Cause.BALANCE if preferred else Cause.PLACEMENT
 
     async def push(self) -> None:
         """Tell each host the registrations of its replicas that changed since its last push."""
@@ -281,7 +323,8 @@ class ReplicaKeeper:
                 await self.change({tp: new})
             self.answers[tp] = answer
         if new != reg:
-            if new.leader != reg.leader:
-                await self._lead()  # a reassignment completed with a new leader
             await self.push()  # the other replicas learn the new registration; the leader has it here
+            # Metadata names the ISR: published with every change, as Kafka's brokers learn each
+            # PartitionChangeRecord (and a completed reassignment may have a new leader).
+            await self._lead(changed=True)
         return answer.error, answer.registration

@@ -142,6 +142,19 @@ def reconcile(reg: PartitionRegistration, alive: Collection[int]) -> PartitionRe
     return _change(reg, isr, alive)
 
 
+def elect_preferred(reg: PartitionRegistration, alive: Collection[int]) -> PartitionRegistration:
+    """Kafka's preferred leader election (PartitionChangeBuilder with Election.PREFERRED, run by
+    `auto.leader.rebalance.enable`): the first replica of the assignment leads again once it is
+    alive and in the ISR, so that leaderships moved away by a failure return to where placement
+    spread them. Not during a reassignment (its completion decides the leader)."""
+    preferred = reg.replicas[0]
+    if reg.reassigning or reg.leader == preferred or preferred not in reg.isr or preferred not in alive:
+        return reg
+    return PartitionRegistration(
+        reg.replicas, reg.isr, preferred, reg.leader_epoch + 1, reg.partition_epoch + 1, reg.adding, reg.removing
+    )
+
+
 def restarted(reg: PartitionRegistration, replicas: Collection[int], alive: Collection[int]) -> PartitionRegistration:
     """Replicas that restarted since the controller last looked (a new incarnation, however short
     the gap): fenced and back, as KRaft fences a broker's old registration when it registers again.

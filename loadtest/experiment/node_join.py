@@ -58,12 +58,14 @@ async def wait_spread(admin: Any, node_ids: list[str], timeout_s: float = 120.0,
 
 async def wait_replicas(admin: Any, node_ids: list[str], timeout_s: float = 120.0, poll_s: float = 0.5) -> list[str]:
     """Until every node keeps its logs as a replica of its own (per-node storage: the controller
-    registered its data directory); the nodes still without one."""
+    registered its data directory) with a partition leader up there to host the topics'
+    replicas (placed only where one is); the nodes still without one."""
     started = time.monotonic()
     missing = list(node_ids)
     while time.monotonic() - started < timeout_s:
         try:
-            using = {n for r in (await admin.call("status"))["replicas"] for n in r["nodes"]}
+            using = {a.get("node_id") for a in await admin.call("actors")
+                     if a["alive"] and a["kind"] == "partition-leader" and "replica_id" in a}
         except Exception:  # a gateway busy with the join: ask again
             using = set()
         missing = [n for n in node_ids if n not in using]

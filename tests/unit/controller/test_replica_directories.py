@@ -361,6 +361,27 @@ def test_a_host_that_stops_answering_is_fenced_and_its_leaderships_elected_elsew
         assert all(pushed.registrations[tp] == controller._meta().registrations[tp] for tp in led)
         assert all(1 not in controller._meta().registrations[tp].isr for tp in led)
         assert {e["kind"] for e in controller.events} >= {"fenced", "unfenced"}
+        # Its leaders add it back once it caught up; at the next preferred leader election (every
+        # leader.imbalance.check.interval.seconds) it leads what placement gave it again.
+        for tp in led:
+            reg = controller._meta().registrations[tp]
+            isr = (*reg.isr, 1)
+            serials = tuple(-1 if r != 1 else controller.actors[victim].serial for r in isr)
+            error, _ = await controller.alter_partition(tp, AlterPartition(reg.leader, reg.leader_epoch,
+                                                                           reg.partition_epoch, isr, serials, 1))
+            assert error == ErrorCode.none
+        await settle(controller)
+        assert all(controller._meta().registrations[tp].leader != 1 for tp in led)  # not yet due
+        clock.now += 300
+        await settle(controller)
+        regs = controller._meta().registrations
+        assert all(regs[tp].leader == 1 and controller.leaders[tp] == victim for tp in led)
+        check_led_by_leader_hosts(controller, pool)
+        # Every change of leader is on the record, with its cause, as the experiments read them.
+        moves = [c for c in controller.reconciler.changes if (c.topic, c.partition) in led]
+        assert [c.cause.value for c in moves if c.previous == victim] == ["failover"] * len(led)
+        assert [c.cause.value for c in moves if c.actor == victim and c.previous] == ["balance"] * len(led)
+        assert all(c.began <= c.released <= c.loaded for c in moves if c.loaded is not None)
 
     async def main() -> None:
         controller = Controller(Config(SMALL), tmp_path, "127.0.0.1", 0, "test", pool=pool, clock=clock)

@@ -60,24 +60,35 @@ def test_gives_up_naming_the_nodes_that_lead_nothing() -> None:
 
 
 class ReplicaAdmin:
-    """Answers `status` with the replicas' nodes, one list per poll (the last repeats)."""
+    """Answers `actors` from a script, one list of actors per poll (the last repeats)."""
 
-    def __init__(self, script: list[list[list[str]]]) -> None:
+    def __init__(self, script: list[list[dict]]) -> None:
         self.script, self.polls = script, 0
 
     async def call(self, op: str, **_: object) -> object:
-        nodes = self.script[min(self.polls, len(self.script) - 1)]
+        actors = self.script[min(self.polls, len(self.script) - 1)]
         self.polls += 1
-        return {"replicas": [{"replica_id": i, "nodes": n} for i, n in enumerate(nodes)]}
+        return actors
 
 
-def test_per_node_storage_waits_for_each_workers_data_directory_to_be_a_replica() -> None:
+def host(name: str, node: str, kind: str = "partition-leader", replica: int | None = 0) -> dict:
+    out = {"name": name, "node_id": node, "alive": True, "kind": kind}
+    if replica is not None:
+        out["replica_id"] = replica
+    return out
+
+
+def test_per_node_storage_waits_for_a_partition_leader_on_each_workers_data_directory() -> None:
     from loadtest.experiment.node_join import wait_replicas
 
-    admin = ReplicaAdmin([[["head"]], [["head"], ["w1"]], [["head"], ["w1"], ["w2"]]])
+    admin = ReplicaAdmin([
+        [host("pl-0", "head")],
+        [host("pl-0", "head"), host("gc-1", "w1", kind="group-coordinator", replica=1), host("pl-1", "w1", replica=None)],
+        [host("pl-0", "head"), host("pl-1", "w1", replica=1), host("pl-2", "w2", replica=2)],
+    ])
     assert asyncio.run(wait_replicas(admin, ["w1", "w2"], timeout_s=5, poll_s=0)) == []
     assert admin.polls == 3
-    stuck = ReplicaAdmin([[["head"], ["w1"]]])
+    stuck = ReplicaAdmin([[host("pl-0", "head"), host("pl-1", "w1", replica=1)]])
     assert asyncio.run(wait_replicas(stuck, ["w1", "w2"], timeout_s=0.05, poll_s=0.01)) == ["w2"]
 
 

@@ -512,3 +512,17 @@ def test_a_replica_registering_again_without_its_log_leaves_the_isr_and_hands_ov
     assert after.leader == 2 and 1 not in after.isr and after.leader_epoch == start.leader_epoch + 1
     kept = registered_again(start, 3, {1: 0, 2: 0, 3: 1}, log_lost=False)
     assert kept.leader == 1 and kept.isr == (1, 2)  # fenced and back: out of the ISR until it rejoins
+
+
+def test_the_preferred_replica_leads_again_once_it_is_alive_and_in_sync():
+    from cluster.replication.registration import elect_preferred
+
+    moved = PartitionRegistration((1, 2, 3), (2, 3), 2, 4, 7)
+    assert elect_preferred(moved, {1, 2, 3}) == moved  # not in the ISR yet: it stays a follower
+    back = PartitionRegistration((1, 2, 3), (1, 2, 3), 2, 4, 8)
+    assert elect_preferred(back, {2, 3}) == back  # in the ISR but not alive
+    elected = elect_preferred(back, {1, 2, 3})
+    assert (elected.leader, elected.leader_epoch, elected.partition_epoch, elected.isr) == (1, 5, 9, (1, 2, 3))
+    assert elect_preferred(elected, {1, 2, 3}) == elected
+    moving = PartitionRegistration((4, 1, 2), (1, 2), 1, 4, 8, (4,), ())
+    assert elect_preferred(moving, {1, 2, 4}) == moving  # a reassignment decides its own leader
