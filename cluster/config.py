@@ -153,6 +153,9 @@ SETTINGS: dict[str, Setting] = {
                 "give replicated partitions back to their preferred (first) replica once it is in sync again"),
         Setting("leader.imbalance.check.interval.seconds", 300, Int(1, long=True),
                 "how often the preferred leaders are elected again"),
+        Setting("raygroups.replica.replace.after.ms", 600_000, Int(-1, long=True, note="-1: never"),
+                "a data directory no live actor has kept for this long is taken as gone for good: its "
+                "partitions' copies are moved to live directories by reassignment"),
         # raygroups' own
         Setting("raygroups.log.flush", "batch", Choice(("batch", "none")),
                 "batch: fsync once per append batch; none: page cache only (survives a process kill, not a power loss)"),

@@ -128,6 +128,8 @@ class Reconciler:
             session_s=config["broker.session.timeout.ms"] / 1000, heartbeat_s=config["broker.heartbeat.interval.ms"] / 1000,
             preferred_every_s=config["leader.imbalance.check.interval.seconds"]
             if config["auto.leader.rebalance.enable"] else None,
+            replace_after_s=config["raygroups.replica.replace.after.ms"] / 1000
+            if config["raygroups.replica.replace.after.ms"] >= 0 else None,
         )
         self._sessions: asyncio.Task | None = None
 
@@ -164,6 +166,9 @@ class Reconciler:
             times.append(self.membership.next_poll)
         if self._rebalance_at is not None:
             times.append(self._rebalance_at)
+        keeper = self.replicas.next_due()
+        if keeper is not None:
+            times.append(keeper)
         due = min(times) if times else None
         if self._failed_passes:  # a pass that raised is not retried before its backoff
             due = max(due or 0.0, self._pass_at)

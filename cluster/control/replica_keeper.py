@@ -18,6 +18,9 @@ Each pass (under the reconciler's lock, level-triggered like the rest):
 - every `leader.imbalance.check.interval.seconds` (with `auto.leader.rebalance.enable`), the
   first replica of each assignment that is alive and in the ISR leads again (Kafka's preferred
   leader election): leaderships a failure moved go back where placement spread them;
+- a data directory no live actor has kept for `raygroups.replica.replace.after.ms` (a node lost
+  for good, or back with a wiped disk, which makes it a new replica) has its partitions' copies
+  moved to live directories by reassignment (KIP-455), restoring the replication factor;
 - the leadership map names, for each registered partition, the host of its leader replica at
   the registration's leader epoch (a partition without a leader is left out: unavailable);
 - every host is pushed the registrations of its replicas when they changed, with the hosts of the
@@ -57,9 +60,11 @@ from cluster.replication.registration import (
     PartitionRegistration,
     answer_alter_partition,
     elect_preferred,
+    reassign,
     reconcile,
     restarted,
 )
+from cluster.replication.placement import replacements
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +109,7 @@ class ReplicaKeeper:
         session_s: float = 9.0,
         heartbeat_s: float = 2.0,
         preferred_every_s: float | None = 300.0,
+        replace_after_s: float | None = None,
     ) -> None:
         self.host = host
         self.meta = meta
@@ -123,6 +129,9 @@ class ReplicaKeeper:
         # leader.imbalance.check.interval.seconds: None turns them off.
         self.preferred_every_s = preferred_every_s
         self.preferred_at = 0.0
+        self.replace_after_s = replace_after_s  # None: replicas gone for good are never replaced
+        self.missing_since: dict[int, float] = {}  # replica id -> since when no live actor keeps it
+        self.replaced: set[int] = set()  # gone replicas whose replacement was tried
         self.fenced: set[str] = set()
 
     def alive(self, tp: TP, registration: PartitionRegistration) -> dict[int, int]:
@@ -182,6 +191,7 @@ class ReplicaKeeper:
                     changes[tp] = new
             if preferred:
                 self.preferred_at = now + self.preferred_every_s
+            changes.update(self._replace_gone(now, {**registrations, **changes}))
             if changes:
                 await self.change(changes)
                 elected = sum(1 for tp, new in changes.items() if new.leader != registrations[tp].leader)
@@ -275,6 +285,58 @@ class ReplicaKeeper:
                 self._pushed[name] = {tp: -1 for tp in told}
             else:
                 self._pushed[name] = {tp: reg.partition_epoch for tp, reg in push.registrations.items()}
+
+    def next_due(self) -> float | None:
+        """When a pass is next due for the keeper's own timers (the reconciler's loop waits for
+        it): the preferred leader election, and the replacement of a replica gone long enough."""
+        if not self.meta().registrations:
+            return None
+        times = []
+        if self.preferred_every_s is not None:
+            times.append(self.preferred_at)
+        if self.replace_after_s is not None:
+            times += [since + self.replace_after_s for r, since in self.missing_since.items() if r not in self.replaced]
+        return min(times) if times else None
+
+    def _replace_gone(self, now: float, registrations: dict[TP, PartitionRegistration]) -> dict[TP, PartitionRegistration]:
+        """Reassignments that copy a replica gone for good back elsewhere: a data directory
+        with no live actor for `replace_after_s` (its node lost, or back with a wiped disk, which
+        makes it a new replica) has its partitions' copies moved to live directories, as KIP-455
+        moves a partition: the target joins, catches up, enters the ISR, and the gone replica
+        leaves the assignment in that change (registration.py). Kafka leaves this to an operator
+        or a balancer; raygroups does it itself after the wait, or never (-1)."""
+        present = {e.replica_id for e in self.host.actors.values() if e.ready and e.replica_id is not None}
+        for replica in self.meta().replica_ids.values():
+            if replica in present:
+                self.missing_since.pop(replica, None)
+                self.replaced.discard(replica)
+            else:
+                self.missing_since.setdefault(replica, now)
+        if self.replace_after_s is None:
+            return {}
+        gone = {r for r, since in self.missing_since.items() if now - since >= self.replace_after_s}
+        if not gone:
+            return {}
+        # Its timer has fired: later passes (a node joining brings some) still try, none is woken for it.
+        self.replaced |= gone
+        live = {e.replica_id for e in self.host.actors.values()
+                if e.ready and e.replica_id is not None and e.kind is ActorKind.PARTITION_LEADER}
+        affected = {tp: reg for tp, reg in registrations.items() if not reg.reassigning and set(reg.replicas) & gone}
+        if not affected or not live:
+            return {}
+        targets = replacements({tp: reg.replicas for tp, reg in registrations.items()}, gone, live)
+        out: dict[TP, PartitionRegistration] = {}
+        for tp, reg in affected.items():
+            target = targets.get(tp)
+            if target is None or len(target) < len(reg.target_replicas) or set(target) == set(reg.replicas):
+                continue  # no live directory to copy it to yet: never shrink the replication factor
+            moved, error = reassign(reg, target, self.alive(tp, reg))
+            if error is ErrorCode.none and moved != reg:
+                out[tp] = moved
+        if out:
+            self.host.event("reassign", f"{len(out)} partitions copied from replicas {sorted(gone)}, gone for "
+                                        f"{self.replace_after_s:g} s, to live data directories")
+        return out
 
     # -- sessions ------------------------------------------------------------------------------
 

@@ -7,7 +7,9 @@ acks=all writes are in every replica's log; a worker node removed mid-load costs
 which go to in-sync replicas on the other nodes, and no acknowledged record is lost. A leader
 whose host is paused (SIGSTOP: alive to Ray, answering nothing) is fenced once its session lapses;
 its follower leads alone, below min.insync.replicas, and refuses acks=all until the paused host
-answers again, catches up and is back in the ISR. The internal topics keep one copy in the
+answers again, catches up and is back in the ISR. A node that joins with an empty disk (as a
+lost node back with its disk wiped: a new replica) gets the lost replica's copies by reassignment,
+and the partitions have three in-sync replicas again. The internal topics keep one copy in the
 controller's node's directory until the coordinators keep replicas.
 """
 
@@ -53,7 +55,8 @@ def raygroups(nodes, tmp_path_factory):
     proc = ClusterProcess(tmp_path_factory.mktemp("controller"), "--address", nodes.address, "--gateways", "per-node",
                           "--config", "replica.lag.time.max.ms=4000", "--config", "replica.fetch.wait.max.ms=200",
                           "--config", "replica.fetch.backoff.ms=200", "--config", "broker.session.timeout.ms=3000",
-                          "--config", "broker.heartbeat.interval.ms=500").start()
+                          "--config", "broker.heartbeat.interval.ms=500",
+                          "--config", "raygroups.replica.replace.after.ms=3000").start()
     yield proc
     proc.stop()
 
@@ -153,3 +156,21 @@ def test_a_paused_leader_is_fenced_and_acks_all_waits_for_the_isr_to_be_whole_ag
     acknowledged = {(r.offset, r.value) for r in before + during}
     read = confluent_consume_all(head(raygroups), topic, 1, len(acknowledged), timeout=60)
     assert {(r.offset, r.value) for r in read} == acknowledged and len(read) == 100
+
+
+def test_a_node_back_with_an_empty_disk_gets_the_lost_replicas_copies(nodes, raygroups, disks):
+    """The first test lost a node for good (its replica is gone longer than the 3 s this cluster
+    waits); with no third node the copies could go nowhere. A node joins with an empty data
+    directory: a new replica, to which the lost one's partitions are copied."""
+    topic = "replicated"
+    fresh = disks[0].parent / "node3"
+    nodes.add_node(num_cpus=1, env_vars={NODE_DATA_DIR_ENV: str(fresh)})
+    wait_for(lambda: all(len(isr) == 3 and sorted(replicas) == sorted(isr)
+                         for _, replicas, isr in described(head(raygroups), topic).values()), 120,
+             "three in-sync replicas again, the new node's among them")
+    for p in range(PARTITIONS):
+        copied = sum(f.stat().st_size for f in (fresh / f"{topic}-{p}").glob("*.log"))
+        kept = sum(f.stat().st_size for f in (disks[0] / f"{topic}-{p}").glob("*.log"))
+        assert copied == kept > 0, (p, copied, kept)
+    events = admin_call(head(raygroups), "status")["events"]
+    assert any(e["kind"] == "reassign" for e in events)

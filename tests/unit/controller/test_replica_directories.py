@@ -393,3 +393,56 @@ def test_a_host_that_stops_answering_is_fenced_and_its_leaderships_elected_elsew
             controller.executor.shutdown()
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_a_replica_gone_for_good_is_copied_to_a_live_directory_and_leaves_once_it_is_in_sync(tmp_path):
+    """A node lost (or back with a wiped disk: a new replica) for raygroups.replica.replace.after.ms:
+    its partitions are reassigned to live directories (KIP-455) and the replication factor restored."""
+    directories = {n: uuid.uuid4() for n in "abcd"}
+    pool = StoragePool(list("abcd"), directories)
+    clock = FakeClock()
+
+    async def test(controller):
+        await with_topic(controller, TopicSpec("t", 4, replication_factor=3))
+        keeper = controller.reconciler.replicas
+        node_of = {min(ids): node for node, ids in replica_of(controller).items()}
+        gone = next(r for r, node in node_of.items() if node != "a")
+        hit = {tp for tp, reg in controller._meta().registrations.items() if gone in reg.replicas}
+        assert hit
+        pool.remove_node(node_of[gone])
+        controller.reconciler.membership.polled_at = -1e9
+        await settle(controller)
+        assert all(gone in controller._meta().registrations[tp].replicas for tp in hit)  # not yet
+        assert keeper.missing_since[gone] == clock.now and keeper.next_due() <= clock.now + 600
+        clock.now += 600
+        await settle(controller)
+        regs = controller._meta().registrations
+        for tp in hit:
+            reg = regs[tp]
+            assert reg.removing == (gone,) and len(reg.adding) == 1 and reg.adding[0] != gone
+            assert len(reg.target_replicas) == 3 and gone not in reg.target_replicas
+        # The new replica's host was told; once its leader adds it to the ISR, the move completes.
+        for tp in hit:
+            reg = regs[tp]
+            (new,) = reg.adding
+            host = hosted(controller)[(new, ActorKind.PARTITION_LEADER)]
+            assert pool.by_name(host).replicas.registrations[tp] == reg
+            isr = (*reg.isr, new)
+            serials = tuple(controller.actors[host].serial if r == new else -1 for r in isr)
+            error, done = await controller.alter_partition(
+                tp, AlterPartition(reg.leader, reg.leader_epoch, reg.partition_epoch, isr, serials, 1))
+            assert error == ErrorCode.none and not done.reassigning
+            assert gone not in done.replicas and len(done.replicas) == 3 and set(done.isr) == set(done.replicas)
+        assert gone in keeper.replaced and keeper.next_due() > clock.now  # not woken for it again
+        check_led_by_leader_hosts(controller, pool)
+
+    async def main() -> None:
+        controller = Controller(Config(SMALL), tmp_path, "127.0.0.1", 0, "test", pool=pool, clock=clock)
+        await controller.start()
+        try:
+            await test(controller)
+        finally:
+            await controller.shutdown()
+            controller.executor.shutdown()
+
+    asyncio.run(asyncio.wait_for(main(), 30))
