@@ -70,6 +70,7 @@ log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
 HOST_KINDS = (ActorKind.GROUP_COORDINATOR, ActorKind.SHARE_COORDINATOR, ActorKind.PARTITION_LEADER)
+UNREACHABLE_BROKER_BASE = 1_000_000  # + replica id: the broker id of a replica whose node has no gateway
 
 
 class KeeperHost(Protocol):
@@ -154,16 +155,21 @@ class ReplicaKeeper:
             broker = gateway_of_node.get(entry.node_id) if entry is not None and entry.node_id else None
             if broker is not None:
                 self._broker_of[replica] = broker
+        def broker(replica: int) -> int:
+            # A replica on a node without a gateway (a fixed count of gateways, all on other nodes)
+            # is still named, by an id no gateway has: Kafka lists replicas on brokers a client
+            # cannot reach too (offline ones), and clients send only to the leader.
+            return self._broker_of.get(replica, UNREACHABLE_BROKER_BASE + replica)
+
         out = {}
         for tp, reg in self.meta().registrations.items():
             alive = self.alive(tp, reg)
-            known = [r for r in reg.replicas if r in self._broker_of]
             leader = self._broker_of.get(reg.leader, -1) if reg.has_leader else -1
             out[tp] = (
                 leader,
-                tuple(self._broker_of[r] for r in known),
-                tuple(self._broker_of[r] for r in reg.isr if r in self._broker_of),
-                tuple(self._broker_of[r] for r in known if r not in alive),
+                tuple(broker(r) for r in reg.replicas),
+                tuple(broker(r) for r in reg.isr),
+                tuple(broker(r) for r in reg.replicas if r not in alive),
             )
         return out
 

@@ -9,6 +9,7 @@
     python -m loadtest.bench locust-capacity
     python -m loadtest.bench protocols-rebalance | protocols-heartbeat   (classic vs KIP-848's consumer protocol)
     python -m loadtest.bench latency [--peer tansu]   (unloaded round trips, p50/p99/p999, pinned)
+    python -m loadtest.bench replication   (RF 3 against RF 1 on three Ray nodes, and a node's loss)
 
 Every figure is printed next to the same measurement against a peer: `responder` (loadtest.responder,
 same client, same protocol code, no actors or logs: the limit of the client and this machine), `tansu`
@@ -19,7 +20,8 @@ docs/performance.md holds the figures and how they were taken.
 """
 
 from loadtest.bench import (  # noqa: F401 - they register
-    commands_classic, commands_latency, commands_locust, commands_protocols, commands_share, profile, spy,
+    commands_classic, commands_latency, commands_locust, commands_protocols, commands_replication, commands_share,
+    profile, spy,
 )
 from loadtest.bench.app import app
 from loadtest.bench.clients import api_rates, produce_fetch_rates

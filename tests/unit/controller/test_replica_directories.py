@@ -194,6 +194,13 @@ def test_the_hosts_of_leader_replicas_lead_and_every_host_knows_its_replicas(tmp
                                        (ActorKind.GROUP_COORDINATOR, ActorKind.SHARE_COORDINATOR, ActorKind.PARTITION_LEADER))
         check_led_by_leader_hosts(controller, pool)
         assert all(r.isr == r.replicas for r in controller._meta().registrations.values())
+        # Metadata names every replica: by its node's gateway, or (a node without one) by an id
+        # no gateway has; the leader only by a gateway a client can reach.
+        gateways = {g.node_id for g in controller.snapshot().gateways}
+        for tp, (leader, replicas, isr, offline) in controller.snapshot().replica_brokers.items():
+            assert len(replicas) == len(isr) == 3 and not offline
+            assert leader in gateways or leader == -1
+            assert all(b in gateways or b >= 1_000_000 for b in replicas)
         with pytest.raises(KeyError, match="replicated"):
             await controller.move("t", 0, hosts[(1, ActorKind.PARTITION_LEADER)])
 
