@@ -458,6 +458,7 @@ class Reconciler:
         """Until the actors being started or restarted have come up or failed (for tests)."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self.replicas.idle()
 
     async def stop(self) -> None:
         self.stopping = True

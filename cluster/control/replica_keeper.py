@@ -123,6 +123,7 @@ class ReplicaKeeper:
         self._pushed: dict[str, dict[TP, int]] = {}  # host -> partition epochs it was last pushed
         self._broker_of: dict[int, int] = {}  # replica id -> the broker id of the node it was last on
         self._published: dict[TP, int] = {}  # the leader epoch the map was last published with
+        self._background: set[asyncio.Task] = set()
         self.session_s = session_s
         self.heartbeat_s = heartbeat_s
         self.answered: dict[str, float] = {}  # host -> when it last answered a ping (or became a host)
@@ -391,8 +392,23 @@ class ReplicaKeeper:
                 await self.change({tp: new})
             self.answers[tp] = answer
         if new != reg:
-            await self.push()  # the other replicas learn the new registration; the leader has it here
-            # Metadata names the ISR: published with every change, as Kafka's brokers learn each
-            # PartitionChangeRecord (and a completed reassignment may have a new leader).
-            await self._lead(changed=True)
+            # The other replicas learn the new registration (the leader has it in this answer), and
+            # Metadata the ISR, published with every change as Kafka's brokers learn each
+            # PartitionChangeRecord (a completed reassignment may have a new leader too). Not
+            # awaited: a slow host must not hold the leader's answer.
+            task = asyncio.ensure_future(self._after_alter())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
         return answer.error, answer.registration
+
+    async def idle(self) -> None:
+        """Until what AlterPartition answers left to do is done (tests)."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
+    async def _after_alter(self) -> None:
+        try:
+            await self.push()
+            await self._lead(changed=True)
+        except Exception:  # noqa: BLE001 - the next pass pushes and publishes again
+            log.exception("telling the hosts and the gateways of an ISR change failed")

@@ -254,6 +254,7 @@ def test_a_dead_host_leaves_the_isr_its_leaderships_go_to_in_sync_replicas_and_i
         assert controller._meta().registrations[tp] == answered
         # Sent again (its answer lost): the same answer, nothing written twice.
         assert await controller.alter_partition(tp, fresh) == (ErrorCode.none, answered)
+        await controller.reconciler.replicas.idle()  # the hosts are told after the answer
         check_led_by_leader_hosts(controller, pool)
 
     run(test, tmp_path, pool)
@@ -440,6 +441,7 @@ def test_a_replica_gone_for_good_is_copied_to_a_live_directory_and_leaves_once_i
                 tp, AlterPartition(reg.leader, reg.leader_epoch, reg.partition_epoch, isr, serials, 1))
             assert error == ErrorCode.none and not done.reassigning
             assert gone not in done.replicas and len(done.replicas) == 3 and set(done.isr) == set(done.replicas)
+        await keeper.idle()
         assert gone in keeper.replaced and keeper.next_due() > clock.now  # not woken for it again
         check_led_by_leader_hosts(controller, pool)
 
