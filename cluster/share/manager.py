@@ -114,7 +114,13 @@ class SharePartitionManager:
         ]
         fetching = [(i, h, o) for i, h, o in zip(call.items, hosts, outcomes) if h is not None and i.fetch]
         if fetching:
-            await self._fetch(call, fetching)
+            try:
+                await self._fetch(call, fetching)
+            except BaseException:
+                # The request failed (or was cancelled): its writes go on, nobody reads their answers.
+                for write in writes:
+                    write.close()
+                raise
         await asyncio.gather(*writes)
         return outcomes
 
