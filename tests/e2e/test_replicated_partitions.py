@@ -27,7 +27,8 @@ from cluster.admin_client import admin_call
 from cluster.log.data_directory import NODE_DATA_DIR_ENV
 from tests.clients import confluent_consume_all, confluent_produce, records
 from tests.cluster_process import ClusterProcess
-from tests.e2e.test_multinode import head, wait_for
+from tests.e2e.test_multinode import head
+from tests.e2e.test_multinode import wait_for as _wait_for
 
 pytestmark = pytest.mark.slow
 PARTITIONS = 3
@@ -61,6 +62,34 @@ def raygroups(nodes, tmp_path_factory):
     proc.stop()
 
 
+def wait_for(check, timeout: float, what: str, proc: ClusterProcess | None = None, topic: str | None = None):
+    """test_multinode's wait, and on a timeout what the cluster looked like: the topic as a client
+    sees it, the hosts of replicas, and the controller's last events and log lines."""
+    try:
+        return _wait_for(check, timeout, what)
+    except AssertionError as exc:
+        if proc is None:
+            raise
+        lines = [str(exc)]
+        try:
+            if topic is not None:
+                lines.append(f"{topic}: {described(head(proc), topic)}")
+            lines += [f"actor {a['name']} {a['kind']} alive={a['alive']} node={a.get('node_id')} "
+                      f"replica={a.get('replica_id')} partitions={[(p['topic'], p['partition']) for p in a.get('partitions', [])]}"
+                      for a in admin_call(head(proc), "actors")]
+        except Exception as failed:  # noqa: BLE001 - the dump is a help, the timeout is the failure
+            lines.append(f"(the cluster did not answer: {failed})")
+        lines.append("".join(proc.stderr_lines[-80:]))
+        raise AssertionError("\n".join(lines)) from None
+
+
+def replica_nodes(proc: ClusterProcess) -> set[str]:
+    """The nodes with a partition leader up that keeps a replica: the data directories new
+    topics' replicas are placed in (CreateTopics counts only those)."""
+    return {a["node_id"] for a in admin_call(head(proc), "actors")
+            if a["kind"] == "partition-leader" and a["alive"] and "replica_id" in a and "error" not in a}
+
+
 def described(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
     """partition -> (leader broker, replica brokers, in-sync brokers), as a client sees them."""
     meta = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
@@ -73,13 +102,14 @@ def broker_of_node(proc) -> dict[str, int]:
 
 
 def test_three_replicas_a_node_lost_and_nothing_acknowledged_lost(nodes, raygroups, disks):
-    wait_for(lambda: sum(1 for r in admin_call(head(raygroups), "status")["replicas"] if r["nodes"]) == 3, 60,
-             "a replica on each node")
+    # A partition leader with a replica on each node (the status's replicas count any actor kind:
+    # a node whose coordinator was up before its partition leader would get no replica).
+    wait_for(lambda: len(replica_nodes(raygroups)) == 3, 120, "a partition leader with a replica on each node", raygroups)
     topic = "replicated"
     admin = AdminClient({"bootstrap.servers": head(raygroups)})
     admin.create_topics([NewTopic(topic, PARTITIONS, -1)])[topic].result(30)
     wait_for(lambda: len(described(head(raygroups), topic)) == PARTITIONS
-             and all(len(isr) == 3 for _, _, isr in described(head(raygroups), topic).values()), 60, "three in-sync replicas")
+             and all(len(isr) == 3 for _, _, isr in described(head(raygroups), topic).values()), 60, "three in-sync replicas", raygroups, topic)
     view = described(head(raygroups), topic)
     assert all(sorted(replicas) == sorted(isr) and len(set(replicas)) == 3 for _, replicas, isr in view.values())
     # Leaders are spread, one partition a node, and each is led from its leader replica's node.
@@ -100,7 +130,7 @@ def test_three_replicas_a_node_lost_and_nothing_acknowledged_lost(nodes, raygrou
     lost_at = time.time()
     nodes.remove_node(victim)
     wait_for(lambda: (lambda d: len(d) == PARTITIONS and all(l != gone and l >= 0 and gone not in isr for l, _, isr in d.values()))(
-        described(head(raygroups), topic)), 60, "leaders and ISRs without the lost node")
+        described(head(raygroups), topic)), 60, "leaders and ISRs without the lost node", raygroups, topic)
     moved = time.time() - lost_at
     after = described(head(raygroups), topic)
     assert all(len(isr) == 2 and gone in replicas for _, replicas, isr in after.values())  # offline, still assigned
@@ -122,7 +152,7 @@ def test_a_paused_leader_is_fenced_and_acks_all_waits_for_the_isr_to_be_whole_ag
     admin = AdminClient({"bootstrap.servers": head(raygroups)})
     admin.create_topics([NewTopic(topic, 1, -1)])[topic].result(30)
     wait_for(lambda: (lambda d: len(d) == 1 and len(d[0][2]) == 2)(described(head(raygroups), topic)), 60,
-             "two in-sync replicas")
+             "two in-sync replicas", raygroups, topic)
     before = confluent_produce(head(raygroups), topic, records(50, 1, "a"), **IDEMPOTENT)
     assert len(before) == 50
     leader_broker, _, _ = described(head(raygroups), topic)[0]
@@ -137,7 +167,7 @@ def test_a_paused_leader_is_fenced_and_acks_all_waits_for_the_isr_to_be_whole_ag
     try:
         # Fenced after its 3 s session: the other replica leads, alone, below min.insync.replicas.
         wait_for(lambda: (lambda d: d[0][0] != leader_broker and len(d[0][2]) == 1)(described(head(raygroups), topic)),
-                 30, "the follower leading alone")
+                 30, "the follower leading alone", raygroups, topic)
         during = confluent_produce(head(raygroups), topic, records(50, 1, "b"), **IDEMPOTENT,
                                    **{"message.timeout.ms": 60_000})
         # Acknowledged only after the paused host answered again (the pause call returns then):
@@ -148,7 +178,7 @@ def test_a_paused_leader_is_fenced_and_acks_all_waits_for_the_isr_to_be_whole_ag
     # The records produced meanwhile were acknowledged only once the resumed replica was back in
     # the ISR: acks=all never counted fewer copies than promised.
     assert len(during) == 50
-    wait_for(lambda: len(described(head(raygroups), topic)[0][2]) == 2, 30, "the ISR whole again")
+    wait_for(lambda: len(described(head(raygroups), topic)[0][2]) == 2, 30, "the ISR whole again", raygroups, topic)
     events = [e["kind"] for e in admin_call(head(raygroups), "status")["events"]]
     assert "fenced" in events and "unfenced" in events
     after = next(l["epoch"] for l in admin_call(head(raygroups), "status")["leaders"] if l["topic"] == topic)
@@ -165,9 +195,10 @@ def test_a_node_back_with_an_empty_disk_gets_the_lost_replicas_copies(nodes, ray
     topic = "replicated"
     fresh = disks[0].parent / "node3"
     nodes.add_node(num_cpus=1, env_vars={NODE_DATA_DIR_ENV: str(fresh)})
+    # A joining node's actors start, then the copies: minutes on a busy two-core machine.
     wait_for(lambda: all(len(isr) == 3 and sorted(replicas) == sorted(isr)
-                         for _, replicas, isr in described(head(raygroups), topic).values()), 120,
-             "three in-sync replicas again, the new node's among them")
+                         for _, replicas, isr in described(head(raygroups), topic).values()), 240,
+             "three in-sync replicas again, the new node's among them", raygroups, topic)
     for p in range(PARTITIONS):
         copied = sum(f.stat().st_size for f in (fresh / f"{topic}-{p}").glob("*.log"))
         kept = sum(f.stat().st_size for f in (disks[0] / f"{topic}-{p}").glob("*.log"))
