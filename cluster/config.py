@@ -156,6 +156,9 @@ SETTINGS: dict[str, Setting] = {
         Setting("raygroups.replica.replace.after.ms", 600_000, Int(-1, long=True, note="-1: never"),
                 "a data directory no live actor has kept for this long is taken as gone for good: its "
                 "partitions' copies are moved to live directories by reassignment"),
+        Setting("raygroups.replica.balance.max.moves", 4, Int(0),
+                "replicated partitions reassigned at a time to even out the replicas per data directory "
+                "(a node that joins gets copies and its share of leaders); 0: never"),
         # raygroups' own
         Setting("raygroups.log.flush", "batch", Choice(("batch", "none")),
                 "batch: fsync once per append batch; none: page cache only (survives a process kill, not a power loss)"),

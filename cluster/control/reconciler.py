@@ -130,6 +130,7 @@ class Reconciler:
             if config["auto.leader.rebalance.enable"] else None,
             replace_after_s=config["raygroups.replica.replace.after.ms"] / 1000
             if config["raygroups.replica.replace.after.ms"] >= 0 else None,
+            balance_moves=config["raygroups.replica.balance.max.moves"],
         )
         self._sessions: asyncio.Task | None = None
 

@@ -21,6 +21,8 @@ Each pass (under the reconciler's lock, level-triggered like the rest):
 - a data directory no live actor has kept for `raygroups.replica.replace.after.ms` (a node lost
   for good, or back with a wiped disk, which makes it a new replica) has its partitions' copies
   moved to live directories by reassignment (KIP-455), restoring the replication factor;
+- while every partition is whole and none is moving, a few partitions at a time are reassigned
+  to even out the replicas per data directory, so a node that joins gets copies (`_balance`);
 - the leadership map names, for each registered partition, the host of its leader replica at
   the registration's leader epoch (a partition without a leader is left out: unavailable);
 - every host is pushed the registrations of its replicas when they changed, with the hosts of the
@@ -64,7 +66,7 @@ from cluster.replication.registration import (
     reconcile,
     restarted,
 )
-from cluster.replication.placement import replacements
+from cluster.replication.placement import balance_moves, replacements
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +113,7 @@ class ReplicaKeeper:
         heartbeat_s: float = 2.0,
         preferred_every_s: float | None = 300.0,
         replace_after_s: float | None = None,
+        balance_moves: int = 0,
     ) -> None:
         self.host = host
         self.meta = meta
@@ -135,6 +138,7 @@ class ReplicaKeeper:
         self.missing_since: dict[int, float] = {}  # replica id -> since when no live actor keeps it
         self.replaced: set[int] = set()  # gone replicas whose replacement was tried
         self.fenced: set[str] = set()
+        self.balance_moves = balance_moves  # reassignments per wave that even out replicas; 0: none
 
     def alive(self, tp: TP, registration: PartitionRegistration) -> dict[int, int]:
         """The replicas of `tp` with a live host, each with its host's incarnation."""
@@ -199,6 +203,7 @@ class ReplicaKeeper:
             if preferred:
                 self.preferred_at = now + self.preferred_every_s
             changes.update(self._replace_gone(now, {**registrations, **changes}))
+            changes.update(self._balance({**registrations, **changes}))
             if changes:
                 await self.change(changes)
                 elected = sum(1 for tp, new in changes.items() if new.leader != registrations[tp].leader)
@@ -343,6 +348,33 @@ class ReplicaKeeper:
         if out:
             self.host.event("reassign", f"{len(out)} partitions copied from replicas {sorted(gone)}, gone for "
                                         f"{self.replace_after_s:g} s, to live data directories")
+        return out
+
+    def _balance(self, registrations: dict[TP, PartitionRegistration]) -> dict[TP, PartitionRegistration]:
+        """Reassignments that even out the replicas per data directory (placement's
+        `balance_moves`), `balance_moves` partitions a wave: a node that joins gets copies of
+        existing partitions (and, through the preferred leader's place, its share of leaderships)
+        without a shared disk. Only while every partition is whole (each replica alive and in
+        the ISR) and none is moving: a node away is waited for or replaced first, never balanced
+        around, and one wave completes before the next starts."""
+        if self.balance_moves <= 0 or not registrations:
+            return {}
+        alive: dict[TP, dict[int, int]] = {}
+        for tp, reg in registrations.items():
+            alive[tp] = self.alive(tp, reg)
+            if reg.reassigning or set(reg.isr) != set(reg.replicas) or set(alive[tp]) != set(reg.replicas):
+                return {}
+        out: dict[TP, PartitionRegistration] = {}
+        for kind in {kind_for_topic(t) for t, _ in registrations}:
+            live = {r for (r, k), name in self.hosts.items()
+                    if k is kind and name not in self.fenced and self.host.actors[name].ready}
+            mine = {tp: reg.replicas for tp, reg in registrations.items() if kind_for_topic(tp[0]) is kind}
+            for tp, target in balance_moves(mine, live, self.balance_moves).items():
+                moved, error = reassign(registrations[tp], target, alive[tp])
+                if error is ErrorCode.none and moved != registrations[tp]:
+                    out[tp] = moved
+        if out:
+            self.host.event("reassign", f"{len(out)} partitions moved to even out the replicas per data directory")
         return out
 
     # -- sessions ------------------------------------------------------------------------------

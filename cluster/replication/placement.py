@@ -17,6 +17,10 @@ partner (Kafka's StripedReplicaPlacer shuffles for this; here the choice is dete
 - `replacements`: for partitions that had a replica on a node that is gone for good, the target
   a reassignment moves them to (the lost replica's place taken by another node), so a lost
   node's data is copied back to the replication factor (KIP-455's way).
+- `balance_moves`: when a node joins (or counts drift), the reassignments that even out the
+  replicas per node, a few at a time: the copies move to the new node instead of a shared disk
+  carrying the logs there (Kafka leaves this to an operator's reassignment or a balancer such
+  as Cruise Control; issue 25 asks the controller to do it).
 """
 
 from __future__ import annotations
@@ -125,4 +129,42 @@ def replacements(
         leaders[target[0]] += 1
         load.update(r for r in target if r not in assigned)
         out[tp] = tuple(target)
+    return out
+
+
+def balance_moves(
+    assignments: Mapping[TP, tuple[int, ...]], replica_ids: Collection[int], max_moves: int
+) -> dict[TP, tuple[int, ...]]:
+    """Up to `max_moves` reassignment targets that bring the replicas per node within one of even.
+
+    Each move takes one replica of a partition from the node holding most to the node holding
+    fewest (which holds none of that partition), in the leaving replica's place in the
+    assignment: a preferred leader's place too, so a node that joins leads its share once its
+    copies are in sync. Where the most loaded node leads two more partitions than the least, the
+    partition moved is one it leads; otherwise one it follows, so leadership stays as even as it
+    was. Every partition's replicas must be in `replica_ids` (the caller moves nothing while a
+    node is away); a partition moves at most once per call."""
+    ids = sorted(set(replica_ids))
+    if len(ids) < 2 or any(r not in ids for a in assignments.values() for r in a):
+        return {}
+    leaders, load, _ = _counts(assignments.values())
+    current = dict(assignments)
+    out: dict[TP, tuple[int, ...]] = {}
+    while len(out) < max_moves:
+        source = max(ids, key=lambda r: (load[r], leaders[r], -r))
+        target = min(ids, key=lambda r: (load[r], leaders[r], r))
+        if load[source] - load[target] < 2:
+            break
+        movable = sorted(tp for tp, a in current.items() if tp not in out and source in a and target not in a)
+        if not movable:
+            break
+        lead = leaders[source] - leaders[target] >= 2
+        tp = next((tp for tp in movable if (current[tp][0] == source) == lead), movable[0])
+        moved = tuple(target if r == source else r for r in current[tp])
+        if current[tp][0] == source:
+            leaders[source] -= 1
+            leaders[target] += 1
+        load[source] -= 1
+        load[target] += 1
+        current[tp] = out[tp] = moved
     return out

@@ -455,3 +455,54 @@ def test_a_replica_gone_for_good_is_copied_to_a_live_directory_and_leaves_once_i
             controller.executor.shutdown()
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_a_node_that_joins_gets_copies_of_existing_partitions_a_wave_at_a_time(tmp_path):
+    """Balancing by reassignment (raygroups.replica.balance.max.moves): a node that joins a cluster
+    whose partitions all have their replicas gets copies of them, in waves, each starting once
+    the one before completed, until the replicas per data directory are within one of even; a
+    leader's place moved with its copy makes the new node lead its share."""
+    directories = {n: uuid.uuid4() for n in "abcd"}
+    pool = StoragePool(list("abc"), directories)
+
+    async def complete(controller, new: int) -> None:
+        """Each moving partition's leader adds the new replica to the ISR: the move completes."""
+        for tp, reg in controller._meta().registrations.items():
+            if not reg.reassigning:
+                continue
+            assert reg.adding == (new,) and len(reg.removing) == 1
+            host = hosted(controller)[(new, ActorKind.PARTITION_LEADER)]
+            assert pool.by_name(host).replicas.registrations[tp] == reg  # it was told, to fetch
+            isr = (*reg.isr, new)
+            serials = tuple(controller.actors[host].serial if r == new else -1 for r in isr)
+            error, done = await controller.alter_partition(
+                tp, AlterPartition(reg.leader, reg.leader_epoch, reg.partition_epoch, isr, serials, 1))
+            assert error == ErrorCode.none and not done.reassigning and new in done.replicas
+
+    async def test(controller):
+        await with_topic(controller, TopicSpec("t", 6, replication_factor=3))
+        keeper = controller.reconciler.replicas
+        assert not any(reg.reassigning for reg in controller._meta().registrations.values())  # even already
+        pool.alive_nodes.append("d")
+        controller.reconciler.membership.polled_at = -1e9
+        await settle(controller)
+        new = max(replica_of(controller)["d"])
+        waves = 0
+        while moving := [tp for tp, reg in controller._meta().registrations.items() if reg.reassigning]:
+            assert len(moving) <= 2  # the wave's bound
+            waves += 1
+            await complete(controller, new)
+            await keeper.idle()
+            await settle(controller)
+        regs = controller._meta().registrations
+        ids = {rid for node_ids in replica_of(controller).values() for rid in node_ids}
+        held = {r: sum(r in reg.replicas for reg in regs.values()) for r in ids}
+        assert held[new] == 4 and max(held.values()) - min(held.values()) <= 1 and waves == 2
+        led = {r: sum(reg.leader == r for reg in regs.values()) for r in held}
+        assert led[new] >= 1 and max(led.values()) - min(led.values()) <= 1
+        assert all(len(reg.replicas) == 3 and set(reg.isr) == set(reg.replicas) for reg in regs.values())
+        check_led_by_leader_hosts(controller, pool)
+        events = [e["kind"] for e in controller.status()["events"]]
+        assert "reassign" in events
+
+    run(test, tmp_path, pool, **{"raygroups.replica.balance.max.moves": 2})

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from cluster.replication.placement import (
     assign_replicas,
+    balance_moves,
     default_replication_factor,
     replacements,
     replication_factor_error,
@@ -94,3 +95,60 @@ def test_a_gone_replica_with_nowhere_to_go_is_dropped_and_counts_nothing():
 def test_a_partition_with_nowhere_to_go_keeps_its_live_replicas():
     assert replacements({("t", 0): (1, 2, 3)}, gone={1}, replica_ids=[1, 2, 3]) == {("t", 0): (2, 3)}
     assert replacements({("t", 0): (1,)}, gone={1}, replica_ids=[1]) == {}
+
+
+def spread(assignments, ids) -> tuple[int, int]:
+    """(max - min) of replicas per node and of leaders per node."""
+    load = {r: sum(r in a for a in assignments.values()) for r in ids}
+    leaders = {r: sum(a[0] == r for a in assignments.values()) for r in ids}
+    return max(load.values()) - min(load.values()), max(leaders.values()) - min(leaders.values())
+
+
+def test_a_node_that_joins_gets_its_share_of_replicas_and_leaders_a_wave_at_a_time():
+    placed = assign_replicas([("t", p) for p in range(6)], [1, 2, 3], 3)
+    wave = balance_moves(placed, [1, 2, 3, 4], max_moves=1)
+    ((tp, target),) = wave.items()
+    # One replica swapped for the new node, in its place: here the leader's (each node led two).
+    before = placed[tp]
+    assert [r for r in target if r not in before] == [4] and target[0] == 4 and len(target) == 3
+    assert target[1:] == before[1:]
+    current = dict(placed)
+    waves = 0
+    while moves := balance_moves(current, [1, 2, 3, 4], max_moves=2):
+        assert len(moves) <= 2
+        current.update(moves)
+        waves += 1
+    assert waves == 2  # 18 replicas over four nodes: 5, 5, 4, 4 after four moves
+    assert spread(current, [1, 2, 3, 4]) == (1, 1)
+    assert sum(4 in a for a in current.values()) == 4
+
+
+def test_nothing_moves_within_one_of_even_or_while_a_replica_is_on_a_node_away():
+    placed = assign_replicas([("t", p) for p in range(4)], [1, 2, 3], 2)
+    assert balance_moves(placed, [1, 2, 3], 4) == {}
+    assert balance_moves(placed, [1, 2, 4], 4) == {}  # node 3 away: its replicas are not balanced around
+    assert balance_moves(placed, [1, 2, 3, 4], 0) == {}
+
+
+@settings(max_examples=300, deadline=None)
+@given(nodes=st.integers(1, 6), joined=st.integers(1, 3), partitions=st.integers(1, 60), moves=st.integers(1, 5), data=st.data())
+def test_balancing_ends_within_one_of_even_keeping_every_partition_whole(nodes, joined, partitions, moves, data):
+    rf = data.draw(st.integers(1, nodes))
+    ids = list(range(nodes))
+    every = ids + list(range(nodes, nodes + joined))
+    current = assign_replicas([("t", p) for p in range(partitions)], ids, rf)
+    _, leaders_before = spread(current, every)
+    for _ in range(partitions * rf + 1):
+        wave = balance_moves(current, every, moves)
+        if not wave:
+            break
+        assert len(wave) <= moves
+        for tp, target in wave.items():
+            assert len(target) == rf and len(set(target)) == rf
+            assert sum(a != b for a, b in zip(current[tp], target)) == 1  # one copy moves
+        current.update(wave)
+    else:
+        raise AssertionError("balancing did not end")
+    load_spread, leader_spread = spread(current, every)
+    assert load_spread <= 1
+    assert leader_spread <= max(leaders_before, 1)
