@@ -113,6 +113,17 @@ class ControllerClient:
     async def create_partitions(self, name: str, total: int, validate_only: bool = False) -> TopicOutcome:
         return await _answer("CreatePartitions", self.handle.create_partitions.remote(name, total, validate_only))
 
+    async def alter_partition_reassignments(
+        self, items: list[tuple[str, int, list[int] | None]], allow_replication_factor_change: bool = True
+    ) -> list[tuple[int, str | None]]:
+        return await _answer("AlterPartitionReassignments",
+                             self.handle.alter_partition_reassignments.remote(items, allow_replication_factor_change))
+
+    async def list_partition_reassignments(
+        self, wanted: list[tuple[str, list[int]]] | None
+    ) -> list[tuple[str, int, list[int], list[int], list[int]]]:
+        return await _answer("ListPartitionReassignments", self.handle.list_partition_reassignments.remote(wanted))
+
     async def alter_partition(self, tp: tuple[str, int], request: Any) -> tuple[Any, Any]:
         """A replicated partition's leader changes its ISR (the ControllerLink of
         cluster/replication/manager.py): (error, the registration that holds now)."""

@@ -48,6 +48,7 @@ from cluster.metadata import (
     TopicSpec,
 )
 from cluster.control.reconciler import KIND_COUNT_SETTING, Reconciler
+from cluster.control.replica_keeper import ONE_COPY
 from cluster.replication.registration import AlterPartition, PartitionRegistration
 from cluster.runtime import CoordinatorRuntime, RuntimeConfig
 
@@ -263,6 +264,67 @@ class Controller:
         """A replicated partition's leader changes its ISR (cluster/control/replica_keeper.py)."""
         return await self.reconciler.replicas.alter_partition(tp, request)
 
+    async def alter_partition_reassignments(
+        self, items: list[tuple[str, int, list[int] | None]], allow_replication_factor_change: bool = True
+    ) -> list[tuple[int, str | None]]:
+        """Operators move replicas (Kafka's AlterPartitionReassignments): for each (topic,
+        partition, broker ids or None to cancel), its (error code, message). Broker ids are as
+        Metadata names replicas: the gateway of the node whose data directory keeps it."""
+        meta, keeper = self._meta(), self.reconciler.replicas
+        gateway_of_node = self.reconciler.gateway_of_node()
+        answers: dict[int, tuple[ErrorCode, str | None]] = {}
+        targets: dict[tuple[str, int], tuple[int, ...] | None] = {}
+        at: dict[tuple[str, int], int] = {}
+        for i, (topic, p, brokers) in enumerate(items):
+            info = meta.topics.get(topic)
+            if info is None or not 0 <= p < info.partitions:
+                answers[i] = (ErrorCode.unknown_topic_or_partition, None)
+                continue
+            if (topic, p) in at:
+                answers[i] = (ErrorCode.invalid_replica_assignment, "the partition is named twice")
+                continue
+            reg = meta.registrations.get((topic, p))
+            if reg is None:
+                answers[i] = (ErrorCode.invalid_replica_assignment, ONE_COPY)
+                continue
+            target: tuple[int, ...] | None = None
+            if brokers is not None:
+                found = keeper.replica_ids_of(list(brokers), gateway_of_node)
+                if isinstance(found, int):
+                    answers[i] = (ErrorCode.invalid_replica_assignment,
+                                  f"broker {found} keeps no replica: no live node with a data directory of its own has it")
+                    continue
+                target = found
+                original = tuple(r for r in reg.replicas if r not in reg.adding)
+                if not allow_replication_factor_change and len(target) != len(original):
+                    answers[i] = (ErrorCode.invalid_replication_factor,
+                                  f"the replication factor would change from {len(original)} to {len(target)}")
+                    continue
+            targets[(topic, p)] = target
+            at[(topic, p)] = i
+        if targets:
+            for tp, answer in (await keeper.reassign_partitions(targets)).items():
+                answers[at[tp]] = answer
+        return [(answers[i][0].value, answers[i][1]) for i in range(len(items))]
+
+    def list_partition_reassignments(
+        self, wanted: list[tuple[str, list[int]]] | None
+    ) -> list[tuple[str, int, list[int], list[int], list[int]]]:
+        """The moves in progress (Kafka's ListPartitionReassignments), of every partition or of
+        those asked for (a topic with no partitions named: none of it), in broker ids: (topic,
+        partition, replicas, adding, removing)."""
+        keeper = self.reconciler.replicas
+        keeper._learn_brokers(self.reconciler.gateway_of_node())
+        moving = keeper.reassignments()
+        if wanted is not None:
+            asked = {(topic, p) for topic, partitions in wanted for p in partitions}
+            moving = {tp: reg for tp, reg in moving.items() if tp in asked}
+        ids = keeper.broker_id
+        return [
+            (t, p, [ids(r) for r in reg.replicas], [ids(r) for r in reg.adding], [ids(r) for r in reg.removing])
+            for (t, p), reg in sorted(moving.items())
+        ]
+
     async def allocate_producer_ids(self, gateway: str) -> ProducerIdBlock:
         """A new block of producer ids for a gateway, durable before it is handed out."""
         block: ProducerIdBlock = await self.metadata.write(
@@ -447,6 +509,16 @@ class ControllerActor:
 
     async def allocate_producer_ids(self, gateway: str) -> ProducerIdBlock:
         return await self.controller.allocate_producer_ids(gateway)
+
+    async def alter_partition_reassignments(
+        self, items: list[tuple[str, int, list[int] | None]], allow_replication_factor_change: bool = True
+    ) -> list[tuple[int, str | None]]:
+        return await self.controller.alter_partition_reassignments(items, allow_replication_factor_change)
+
+    async def list_partition_reassignments(
+        self, wanted: list[tuple[str, list[int]]] | None
+    ) -> list[tuple[str, int, list[int], list[int], list[int]]]:
+        return self.controller.list_partition_reassignments(wanted)
 
     async def alter_partition(
         self, tp: tuple[str, int], request: AlterPartition

@@ -428,6 +428,7 @@ class Reconciler:
             entry.replica_id = await self.register_directory(directory)
             if new:
                 self.event("replica", f"data directory {directory} on node {entry.node_id} is replica {entry.replica_id}")
+                self.replicas.balance_wanted = True  # a node joined: it gets copies
         entry.move_to(ActorState.READY)
         self._ready_at[entry.name] = self.clock()
         handle = entry.handle
@@ -464,7 +465,8 @@ class Reconciler:
     async def stop(self) -> None:
         self.stopping = True
         self.wake()
-        for task in [*self._watchers.values(), *self._tasks, *([self._sessions] if self._sessions else [])]:
+        for task in [*self._watchers.values(), *self._tasks, *([self._sessions] if self._sessions else []),
+                     *self.replicas._background]:
             task.cancel()
 
     # -- the map as routers see it ----------------------------------------------------------------
@@ -480,10 +482,15 @@ class Reconciler:
             leaders={tp: (name, _epoch(meta, tp)) for tp, name in self.leaders.items()},
             handles={e.name: e.handle for e in self.actors.values() if e.alive and e.kind is not ActorKind.GATEWAY},
             group_configs=dict(meta.group_configs),
-            replica_brokers=self.replicas.brokers(
-                {e.node_id: e.gateway.node_id for e in gateways if e.node_id and e.gateway}
-            ) if meta.registrations else {},
+            replica_brokers=self.replicas.brokers(self.gateway_of_node()) if meta.registrations else {},
         )
+
+    def gateway_of_node(self) -> dict[str, int]:
+        """Each node's gateway's broker id (the broker a replica on that node is named by)."""
+        return {
+            e.node_id: e.gateway.node_id for e in self.actors.values()
+            if e.kind is ActorKind.GATEWAY and e.gateway and e.ready and e.node_id
+        }
 
     async def publish(self) -> None:
         """Push the map to everyone who routes: gateways, and the actors that call share coordinators."""

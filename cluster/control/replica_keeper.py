@@ -61,6 +61,7 @@ from cluster.replication.registration import (
     AlterPartition,
     PartitionRegistration,
     answer_alter_partition,
+    change_reassignment,
     elect_preferred,
     reassign,
     reconcile,
@@ -73,6 +74,11 @@ log = logging.getLogger(__name__)
 TP = tuple[str, int]
 HOST_KINDS = (ActorKind.GROUP_COORDINATOR, ActorKind.SHARE_COORDINATOR, ActorKind.PARTITION_LEADER)
 UNREACHABLE_BROKER_BASE = 1_000_000  # + replica id: the broker id of a replica whose node has no gateway
+ONE_COPY = "the partition keeps one copy (one data directory, or a shared one): there is no replica to move"
+_REASSIGN_ERRORS = {
+    ErrorCode.no_reassignment_in_progress: "no reassignment of the partition is in progress",
+    ErrorCode.invalid_replica_assignment: "the replicas must be distinct, and at least one",
+}
 
 
 class KeeperHost(Protocol):
@@ -139,6 +145,9 @@ class ReplicaKeeper:
         self.replaced: set[int] = set()  # gone replicas whose replacement was tried
         self.fenced: set[str] = set()
         self.balance_moves = balance_moves  # reassignments per wave that even out replicas; 0: none
+        # Set when a data directory is registered (a node joins, or is back with a wiped disk);
+        # cleared once the replicas are even again: operators' placements are not undone otherwise.
+        self.balance_wanted = False
 
     def alive(self, tp: TP, registration: PartitionRegistration) -> dict[int, int]:
         """The replicas of `tp` with a live host, each with its host's incarnation."""
@@ -155,17 +164,8 @@ class ReplicaKeeper:
         """Each registered partition as Metadata names it, in broker ids: a replica is on the
         broker (gateway) of the node its host runs on; one whose node is gone keeps the broker
         id it was last on (Kafka lists a dead broker's replicas, as offline)."""
-        for (replica, _kind), name in self.hosts.items():
-            entry = self.host.actors.get(name)
-            broker = gateway_of_node.get(entry.node_id) if entry is not None and entry.node_id else None
-            if broker is not None:
-                self._broker_of[replica] = broker
-        def broker(replica: int) -> int:
-            # A replica on a node without a gateway (a fixed count of gateways, all on other nodes)
-            # is still named, by an id no gateway has: Kafka lists replicas on brokers a client
-            # cannot reach too (offline ones), and clients send only to the leader.
-            return self._broker_of.get(replica, UNREACHABLE_BROKER_BASE + replica)
-
+        self._learn_brokers(gateway_of_node)
+        broker = self.broker_id
         out = {}
         for tp, reg in self.meta().registrations.items():
             alive = self.alive(tp, reg)
@@ -177,6 +177,74 @@ class ReplicaKeeper:
                 tuple(broker(r) for r in reg.replicas if r not in alive),
             )
         return out
+
+    def _learn_brokers(self, gateway_of_node: dict[str, int]) -> dict[int, int]:
+        """Note the broker (gateway) of each replica's host's node; the replicas found live."""
+        live: dict[int, int] = {}
+        for (replica, _kind), name in self.hosts.items():
+            entry = self.host.actors.get(name)
+            broker = gateway_of_node.get(entry.node_id) if entry is not None and entry.node_id else None
+            if broker is not None:
+                self._broker_of[replica] = live[replica] = broker
+        return live
+
+    def broker_id(self, replica: int) -> int:
+        """The broker id Metadata names `replica` by: its node's gateway, or the one it was last
+        on. A replica on a node without a gateway (a fixed count of gateways, all on other nodes)
+        is still named, by an id no gateway has: Kafka lists replicas on brokers a client cannot
+        reach too (offline ones), and clients send only to the leader."""
+        return self._broker_of.get(replica, UNREACHABLE_BROKER_BASE + replica)
+
+    def replica_ids_of(self, brokers: list[int], gateway_of_node: dict[str, int]) -> tuple[int, ...] | int:
+        """The replicas an operator names by broker id (AlterPartitionReassignments), or the
+        first broker id that names no replica a live node keeps."""
+        live = {broker: replica for replica, broker in self._learn_brokers(gateway_of_node).items()}
+        hosted = {replica for replica, _kind in self.hosts}
+        out = []
+        for broker in brokers:
+            replica = live.get(broker)
+            if replica is None and broker >= UNREACHABLE_BROKER_BASE and broker - UNREACHABLE_BROKER_BASE in hosted:
+                replica = broker - UNREACHABLE_BROKER_BASE
+            if replica is None:
+                return broker
+            out.append(replica)
+        return tuple(out)
+
+    async def reassign_partitions(
+        self, targets: dict[TP, tuple[int, ...] | None]
+    ) -> dict[TP, tuple[ErrorCode, str | None]]:
+        """Operators' reassignments (Kafka's AlterPartitionReassignments), in replica ids: each
+        target starts (or replaces) a move, None cancels one; durable before the answer, the
+        hosts told and the map published after it, as for an ISR change."""
+        answers: dict[TP, tuple[ErrorCode, str | None]] = {}
+        async with self.lock:
+            registrations = self.meta().registrations
+            changes: dict[TP, PartitionRegistration] = {}
+            for tp, target in targets.items():
+                reg = registrations.get(tp)
+                kind = kind_for_topic(tp[0])
+                if reg is None:
+                    answers[tp] = (ErrorCode.invalid_replica_assignment, ONE_COPY)
+                    continue
+                missing = [r for r in target or () if (r, kind) not in self.hosts]
+                if missing:
+                    answers[tp] = (ErrorCode.invalid_replica_assignment,
+                                   f"no live node keeps replica {missing[0]}'s data directory")
+                    continue
+                new, error = change_reassignment(reg, target, self.alive(tp, reg))
+                answers[tp] = (error, None if error is ErrorCode.none else _REASSIGN_ERRORS.get(error))
+                if error is ErrorCode.none and new != reg:
+                    changes[tp] = new
+            if changes:
+                await self.change(changes)
+                self.host.event("reassign", f"{len(changes)} partitions reassigned by an operator")
+        if changes:
+            self._background_change()
+        return answers
+
+    def reassignments(self) -> dict[TP, PartitionRegistration]:
+        """The registrations of the partitions being moved (ListPartitionReassignments)."""
+        return {tp: reg for tp, reg in self.meta().registrations.items() if reg.reassigning}
 
     async def step(self) -> None:
         """One pass: hosts, registrations in step with them, the map, the pushes."""
@@ -354,10 +422,11 @@ class ReplicaKeeper:
         """Reassignments that even out the replicas per data directory (placement's
         `balance_moves`), `balance_moves` partitions a wave: a node that joins gets copies of
         existing partitions (and, through the preferred leader's place, its share of leaderships)
-        without a shared disk. Only while every partition is whole (each replica alive and in
-        the ISR) and none is moving: a node away is waited for or replaced first, never balanced
-        around, and one wave completes before the next starts."""
-        if self.balance_moves <= 0 or not registrations:
+        without a shared disk. Only after a data directory was registered, until even again (an
+        operator's reassignments are not undone), and only while every partition is whole (each
+        replica alive and in the ISR) and none is moving: a node away is waited for or replaced
+        first, never balanced around, and one wave completes before the next starts."""
+        if self.balance_moves <= 0 or not self.balance_wanted or not registrations:
             return {}
         alive: dict[TP, dict[int, int]] = {}
         for tp, reg in registrations.items():
@@ -375,6 +444,8 @@ class ReplicaKeeper:
                     out[tp] = moved
         if out:
             self.host.event("reassign", f"{len(out)} partitions moved to even out the replicas per data directory")
+        else:
+            self.balance_wanted = False  # even: until the next data directory joins
         return out
 
     # -- sessions ------------------------------------------------------------------------------
@@ -428,10 +499,13 @@ class ReplicaKeeper:
             # Metadata the ISR, published with every change as Kafka's brokers learn each
             # PartitionChangeRecord (a completed reassignment may have a new leader too). Not
             # awaited: a slow host must not hold the leader's answer.
-            task = asyncio.ensure_future(self._after_alter())
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._background_change()
         return answer.error, answer.registration
+
+    def _background_change(self) -> None:
+        task = asyncio.ensure_future(self._after_alter())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def idle(self) -> None:
         """Until what AlterPartition answers left to do is done (tests)."""

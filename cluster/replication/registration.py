@@ -196,6 +196,30 @@ def reassign(
     return _change(reg, reg.isr, alive, tuple(target) + removing, adding, removing), ErrorCode.none
 
 
+def change_reassignment(
+    reg: PartitionRegistration, target: tuple[int, ...] | None, alive: Collection[int]
+) -> tuple[PartitionRegistration, ErrorCode]:
+    """An operator's AlterPartitionReassignments for one partition (Kafka's
+    ReplicationControlManager.changePartitionReassignment): `target` None cancels the move in
+    progress (NO_REASSIGNMENT_IN_PROGRESS if there is none); a target replaces any move in
+    progress, computed from the assignment that move started from, as Kafka does."""
+    if target is None:
+        if not reg.reassigning:
+            return reg, ErrorCode.no_reassignment_in_progress
+        return _revert(reg, alive), ErrorCode.none
+    base = _revert(reg, alive) if reg.reassigning else reg
+    moved, error = reassign(base, target, alive)
+    return (moved, error) if error is ErrorCode.none else (reg, error)
+
+
+def _revert(reg: PartitionRegistration, alive: Collection[int]) -> PartitionRegistration:
+    """Kafka's PartitionReassignmentRevert: the replicas being added leave the assignment and
+    the ISR; a leader among them gives way to one of the original replicas (a new epoch)."""
+    replicas = tuple(r for r in reg.replicas if r not in reg.adding)
+    isr = tuple(r for r in reg.isr if r not in reg.adding)
+    return _change(reg, isr, alive, replicas, (), ())
+
+
 def alter_partition(
     reg: PartitionRegistration, request: AlterPartition, alive: Mapping[int, int]
 ) -> tuple[PartitionRegistration, ErrorCode]:

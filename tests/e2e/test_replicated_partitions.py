@@ -21,12 +21,15 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.errors import ErrorCode
 from ray.cluster_utils import Cluster
 
 from cluster.admin_client import admin_call
+from cluster.gateway.apis import ApiKey
 from cluster.log.data_directory import NODE_DATA_DIR_ENV
 from tests.clients import confluent_consume_all, confluent_produce, records
 from tests.cluster_process import ClusterProcess
+from tests.kio_client import KioClient
 from tests.e2e.test_multinode import head
 from tests.e2e.test_multinode import wait_for as _wait_for
 
@@ -205,3 +208,30 @@ def test_a_node_back_with_an_empty_disk_gets_the_lost_replicas_copies(nodes, ray
         assert copied == kept > 0, (p, copied, kept)
     events = admin_call(head(raygroups), "status")["events"]
     assert any(e["kind"] == "reassign" for e in events)
+
+
+def test_an_operator_moves_a_replica_to_another_node_with_alter_partition_reassignments(nodes, raygroups, disks):
+    """Kafka's AlterPartitionReassignments (what kafka-reassign-partitions.sh sends): the two-copy
+    topic of the test before moves one copy to the node that joined; the copy is made over the
+    replica fetch, ListPartitionReassignments shows the move until it completes, and every
+    record is still read once."""
+    topic = "isolated"
+    ((_, replicas, isr),) = described(head(raygroups), topic).values()
+    assert len(replicas) == 2 and sorted(isr) == sorted(replicas)
+    live = set(broker_of_node(raygroups).values())
+    (spare,) = live - set(replicas)
+    target = [spare, replicas[1]]
+    with KioClient(head(raygroups)) as client:
+        body = {"timeout": 30_000, "allow_replication_factor_change": False,
+                "topics": [{"name": topic, "partitions": [{"partition_index": 0, "replicas": target}]}]}
+        response = client.call(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 1, body)
+        assert response.error_code == ErrorCode.none
+        assert response.responses[0].partitions[0].error_code == ErrorCode.none, response
+        wait_for(lambda: client.call(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {"timeout": 5000, "topics": None}).topics == (),
+                 120, "the move to complete", raygroups, topic)
+    wait_for(lambda: (lambda d: sorted(d[0][1]) == sorted(target) and sorted(d[0][2]) == sorted(target))(
+        described(head(raygroups), topic)), 60, "the new assignment in Metadata, all in sync", raygroups, topic)
+    fresh = disks[0].parent / "node3"
+    assert sum(f.stat().st_size for f in (fresh / f"{topic}-0").glob("*.log")) > 0
+    read = confluent_consume_all(head(raygroups), topic, 1, 100, timeout=60)
+    assert len(read) == len({(r.offset, r.value) for r in read}) == 100

@@ -156,6 +156,29 @@ def test_every_topic_admin_version(cluster):
             assert response.responses[0].error_code == ErrorCode.none, v
 
 
+def test_every_partition_reassignment_version(cluster, topic):
+    """One data directory: partitions keep one copy, unregistered, so there is nothing to move
+    (tests/e2e/test_replicated_partitions.py moves replicas across nodes)."""
+    name, _ = topic
+    with KioClient(cluster.bootstrap) as client:
+        for v in versions(ApiKey.ALTER_PARTITION_REASSIGNMENTS):
+            body = {"timeout": 5000, "allow_replication_factor_change": True, "topics": [
+                {"name": name, "partitions": [{"partition_index": 0, "replicas": [0]}, {"partition_index": 1, "replicas": None}]},
+                {"name": "no-such-topic", "partitions": [{"partition_index": 0, "replicas": [0]}]},
+            ]}
+            response = client.call(ApiKey.ALTER_PARTITION_REASSIGNMENTS, v, body)
+            assert response.error_code == ErrorCode.none, v
+            ours, unknown = response.responses
+            assert [(p.partition_index, p.error_code) for p in ours.partitions] == [
+                (0, ErrorCode.invalid_replica_assignment), (1, ErrorCode.invalid_replica_assignment)], v
+            assert "one copy" in ours.partitions[0].error_message
+            assert unknown.partitions[0].error_code == ErrorCode.unknown_topic_or_partition, v
+        for v in versions(ApiKey.LIST_PARTITION_REASSIGNMENTS):
+            for topics in (None, [{"name": name, "partition_indexes": [0, 1]}]):
+                response = client.call(ApiKey.LIST_PARTITION_REASSIGNMENTS, v, {"timeout": 5000, "topics": topics})
+                assert response.error_code == ErrorCode.none and response.topics == (), v
+
+
 def test_every_describe_cluster_and_find_coordinator_version(cluster):
     with KioClient(cluster.bootstrap) as client:
         for v in versions(ApiKey.DESCRIBE_CLUSTER):

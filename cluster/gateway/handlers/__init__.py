@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cluster.gateway.apis import ADMIN_API_KEY, ApiKey
-from cluster.gateway.handlers import admin, auth, configs, consumer_groups, fetch, group_offsets_admin, groups, meta, produce, producer_id, scram_credentials, share_fetch, share_groups, topics
+from cluster.gateway.handlers import admin, auth, configs, consumer_groups, fetch, group_offsets_admin, groups, meta, produce, producer_id, reassignments, scram_credentials, share_fetch, share_groups, topics
 
 HANDLERS = {
     ApiKey.API_VERSIONS: meta.api_versions,
@@ -13,6 +13,8 @@ HANDLERS = {
     ApiKey.CREATE_TOPICS: topics.create_topics,
     ApiKey.DELETE_TOPICS: topics.delete_topics,
     ApiKey.CREATE_PARTITIONS: topics.create_partitions,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments.alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.list_partition_reassignments,
     ApiKey.PRODUCE: produce.produce,
     ApiKey.FETCH: fetch.fetch,
     ApiKey.LIST_OFFSETS: fetch.list_offsets,

@@ -498,6 +498,7 @@ def test_a_node_that_joins_gets_copies_of_existing_partitions_a_wave_at_a_time(t
         ids = {rid for node_ids in replica_of(controller).values() for rid in node_ids}
         held = {r: sum(r in reg.replicas for reg in regs.values()) for r in ids}
         assert held[new] == 4 and max(held.values()) - min(held.values()) <= 1 and waves == 2
+        assert not keeper.balance_wanted  # even: an operator's placement is left alone until a node joins
         led = {r: sum(reg.leader == r for reg in regs.values()) for r in held}
         assert led[new] >= 1 and max(led.values()) - min(led.values()) <= 1
         assert all(len(reg.replicas) == 3 and set(reg.isr) == set(reg.replicas) for reg in regs.values())
@@ -506,3 +507,65 @@ def test_a_node_that_joins_gets_copies_of_existing_partitions_a_wave_at_a_time(t
         assert "reassign" in events
 
     run(test, tmp_path, pool, **{"raygroups.replica.balance.max.moves": 2})
+
+
+def test_an_operator_moves_a_replica_cancels_a_move_and_is_told_what_is_wrong(tmp_path):
+    """AlterPartitionReassignments and ListPartitionReassignments (KIP-455) at the controller, in
+    broker ids (this pool has no gateways: each replica is named 1_000_000 + its id, as Metadata
+    names a replica whose node has no gateway)."""
+    directories = {n: uuid.uuid4() for n in "abc"}
+    pool = StoragePool(list("abc"), directories)
+    base = 1_000_000
+
+    async def test(controller):
+        await with_topic(controller, TopicSpec("t", 3, replication_factor=2))
+        tp = ("t", 0)
+        reg = controller._meta().registrations[tp]
+        (spare,) = {min(ids) for ids in replica_of(controller).values()} - set(reg.replicas)
+        keeper = controller.reconciler.replicas
+        first, second = reg.replicas
+        target = [base + spare, base + second]
+        assert await controller.alter_partition_reassignments([("t", 0, target)]) == [(0, None)]
+        moving = controller._meta().registrations[tp]
+        assert moving.adding == (spare,) and moving.removing == (first,) and moving.replicas == (spare, second, first)
+        assert controller.list_partition_reassignments(None) == [
+            ("t", 0, [base + spare, base + second, base + first], [base + spare], [base + first])]
+        assert controller.list_partition_reassignments([("t", [1, 2])]) == []
+        await keeper.idle()
+        host = hosted(controller)[(spare, ActorKind.PARTITION_LEADER)]
+        assert pool.by_name(host).replicas.registrations[tp] == moving  # told, to fetch
+
+        # Cancelled: the replica being added leaves; the original assignment stands.
+        assert await controller.alter_partition_reassignments([("t", 0, None)]) == [(0, None)]
+        back = controller._meta().registrations[tp]
+        # (in the order the move left them, as Kafka's PartitionReassignmentRevert keeps it)
+        assert back.replicas == (second, first) and not back.reassigning and spare not in back.isr
+        assert controller.list_partition_reassignments(None) == []
+        assert await controller.alter_partition_reassignments([("t", 0, None)]) == [
+            (ErrorCode.no_reassignment_in_progress.value, "no reassignment of the partition is in progress")]
+
+        # What is refused, and why; nothing changes.
+        answers = await controller.alter_partition_reassignments(
+            [("t", 0, [base + spare, base + spare]), ("t", 1, [7]), ("t", 9, [base + first]), ("u", 0, None),
+             ("t", 2, [base + spare])],
+            allow_replication_factor_change=False,
+        )
+        assert [code for code, _ in answers] == [
+            ErrorCode.invalid_replica_assignment.value, ErrorCode.invalid_replica_assignment.value,
+            ErrorCode.unknown_topic_or_partition.value, ErrorCode.unknown_topic_or_partition.value,
+            ErrorCode.invalid_replication_factor.value]
+        assert "broker 7 keeps no replica" in answers[1][1] and "from 2 to 1" in answers[4][1]
+        assert controller._meta().registrations[tp] == back
+
+        # Moved for real: once the leader adds the new replica to the ISR the old one leaves.
+        assert await controller.alter_partition_reassignments([("t", 0, target)]) == [(0, None)]
+        reg = controller._meta().registrations[tp]
+        isr = (*reg.isr, spare)
+        serials = tuple(controller.actors[host].serial if r == spare else -1 for r in isr)
+        error, done = await controller.alter_partition(
+            tp, AlterPartition(reg.leader, reg.leader_epoch, reg.partition_epoch, isr, serials, 1))
+        assert error == ErrorCode.none and done.replicas == (spare, second) and not done.reassigning
+        await keeper.idle()
+        check_led_by_leader_hosts(controller, pool)
+
+    run(test, tmp_path, pool, **{"raygroups.replica.balance.max.moves": 0})
