@@ -130,9 +130,13 @@ class RayActorPool:
     def spawn_on(self, kind: ActorKind, name: str, node_id: str) -> Any:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        # soft: a node that is full or just left must not stop the actor from starting elsewhere;
-        # the reconciler learns where it landed from its info.
-        return self._spawn(kind, name, NodeAffinitySchedulingStrategy(node_id=node_id, soft=True))
+        # Hard: Ray's soft affinity put 19 of 30 actors created at once on other nodes of a
+        # three-node ray.cluster_utils cluster (hard: none), so a node waited for the reconciler's
+        # next try to get its actors (and its data directory its replica host). A node that left
+        # fails the creation at once (ActorUnschedulableError, 0.2 s here): bring_up counts a failed
+        # start and the next pass places the actor on a live node. Actors reserve no CPU, so a
+        # node is never too full to take one.
+        return self._spawn(kind, name, NodeAffinitySchedulingStrategy(node_id=node_id, soft=False))
 
     async def nodes(self) -> list[str]:
         # ray.nodes() is a blocking call to the GCS: off the controller's event loop.
