@@ -9,8 +9,9 @@ whose host is paused (SIGSTOP: alive to Ray, answering nothing) is fenced once i
 its follower leads alone, below min.insync.replicas, and refuses acks=all until the paused host
 answers again, catches up and is back in the ISR. A node that joins with an empty disk (as a
 lost node back with its disk wiped: a new replica) gets the lost replica's copies by reassignment,
-and the partitions have three in-sync replicas again. The internal topics keep one copy in the
-controller's node's directory until the coordinators keep replicas.
+and the partitions have three in-sync replicas again. Then an operator moves a copy to that node
+with AlterPartitionReassignments, as kafka-reassign-partitions.sh does. The internal topics keep
+one copy in the controller's node's directory until the coordinators keep replicas.
 """
 
 from __future__ import annotations

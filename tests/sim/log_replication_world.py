@@ -39,22 +39,14 @@ from cluster.replication.registration import (
 )
 from tests.sim import harness
 from tests.sim.harness import Harness, Violation
+from tests.sim.network import CONTROLLER, Message, Network
 
 REPLICAS = (0, 1, 2)
-CONTROLLER = 100
 CONFIG = ReplicationConfig(min_insync_replicas=2, lag_time_max_ms=300, fetch_max_bytes=600)
 # Small segments, so that reads, truncations and recovery cross segment boundaries.
 LOG_CONFIG = LogConfig(segment_bytes=700, flush=FlushPolicy.NONE)
 SESSION_TIMEOUT_MS = 450
 RETRY_MS = 100
-
-
-@dataclass
-class Message:
-    src: int
-    dst: int
-    kind: str  # fetch, fetched, alter, altered
-    body: tuple
 
 
 @dataclass
@@ -93,7 +85,7 @@ class LogReplicationWorld(Harness):
         self.alive: dict[int, int] = {r: 0 for r in REPLICAS}
         self.directory_ids = {r: 0 for r in REPLICAS}
         self.last_alter: AlterAnswer | None = None
-        self.network: list[Message] = []
+        self.network = Network(self.rng)
         self.ids = itertools.count()
         self.committed: list[tuple[int, int]] = []
         self.registered_hw = 0
@@ -140,11 +132,7 @@ class LogReplicationWorld(Harness):
         elif event == "metadata":
             self.metadata(rid)
         elif event in ("drop", "duplicate") and self.network:
-            m = self.rng.choice(self.network)
-            if event == "drop":
-                self.network.remove(m)
-            else:
-                self.network.append(Message(m.src, m.dst, m.kind, m.body))
+            m = self.network.drop() if event == "drop" else self.network.duplicate()
             self.trace.append(f"{event} {m.kind} {m.src}->{m.dst}")
         elif event == "recover":
             self.recover()
@@ -161,7 +149,7 @@ class LogReplicationWorld(Harness):
             r.replica = None  # nothing closed: the files stay as the page cache holds them
             r.waiting.clear()
             r.fetch_sent_ms = None
-            self.network = [m for m in self.network if m.dst != r.id]
+            self.network.forget(r.id)
         elif roll < 0.75:
             self.trace.append(f"pause {r.id}")
             r.paused_since = self.now()
@@ -233,7 +221,7 @@ class LogReplicationWorld(Harness):
             return
         fetch = r.replica.next_fetch()
         r.fetch_sent_ms = self.now()
-        self.network.append(Message(rid, r.replica.follower.leader, "fetch", (fetch,)))
+        self.network.send(Message(rid, r.replica.follower.leader, "fetch", (fetch,)))
 
     def tick(self, rid: int) -> None:
         r = self.replicas[rid]
@@ -248,32 +236,28 @@ class LogReplicationWorld(Harness):
     def _send_alter(self, r: Replica, request: AlterPartition | None) -> None:
         if request is not None:
             r.alter_sent_ms = self.now()
-            self.network.append(Message(r.id, CONTROLLER, "alter", (request,)))
+            self.network.send(Message(r.id, CONTROLLER, "alter", (request,)))
 
     # -- the network -----------------------------------------------------------------------------
 
     def deliver(self) -> None:
-        ready = [m for m in self.network if m.dst == CONTROLLER or self.replicas[m.dst].running]
-        if not ready:
+        m = self.network.take(lambda r: self.replicas[r].running)
+        if m is None:
             return
-        m = self.rng.choice(ready)
-        self.network.remove(m)
         now = self.now()
-        if CONTROLLER not in (m.src, m.dst) and (
-            self.replicas[m.src].isolated_until > now or self.replicas[m.dst].isolated_until > now
-        ):
+        if self.network.cut(m, lambda r: self.replicas[r].isolated_until, now):
             return
         if m.dst == CONTROLLER:
             (request,) = m.body
             reg, self.last_alter = answer_alter_partition(self.registration, request, self.alive, self.last_alter)
             self._register(reg, f"AlterPartition from {m.src}")
-            self.network.append(Message(CONTROLLER, m.src, "altered", (request, self.last_alter)))
+            self.network.send(Message(CONTROLLER, m.src, "altered", (request, self.last_alter)))
             return
         r = self.replicas[m.dst]
         if m.kind == "fetch":
             (fetch,) = m.body
             answer, change = r.replica.answer_fetch(fetch, now)
-            self.network.append(Message(r.id, m.src, "fetched", (fetch, answer)))
+            self.network.send(Message(r.id, m.src, "fetched", (fetch, answer)))
             self._send_alter(r, change)
         elif m.kind == "fetched":
             fetch, answer = m.body

@@ -51,24 +51,16 @@ from cluster.replication.registration import (
 )
 from tests.sim import harness
 from tests.sim.harness import Harness, Violation
+from tests.sim.network import CONTROLLER, Message, Network
 
 NODES = (0, 1, 2, 3)  # where replicas may be: a reassignment moves the partition among them
 REPLICAS = (0, 1, 2)  # where it starts
-CONTROLLER = 100  # the controller's address on the network
 MIN_INSYNC_REPLICAS = 2
 LAG_TIME_MAX_MS = 300
 SESSION_TIMEOUT_MS = 450
 FETCH_RETRY_MS = 100  # a fetch without an answer (dropped, or its leader paused) is sent again
 ALTER_RETRY_MS = 100
 MAX_FETCH_RECORDS = 8
-
-
-@dataclass
-class Message:
-    src: int
-    dst: int
-    kind: str  # fetch, fetched, alter, altered
-    body: tuple
 
 
 @dataclass
@@ -108,7 +100,7 @@ class ReplicationWorld(Harness):
         self.controller_alive: dict[int, int] = {r: 0 for r in NODES}  # replica -> its incarnation
         self.directories = {r: 0 for r in NODES}  # what the controller last heard from each
         self.last_alter: AlterAnswer | None = None
-        self.network: list[Message] = []
+        self.network = Network(self.rng)
         self.record_ids = itertools.count()
         self.committed: list[tuple[int, int]] = []
         self.registered_hw = 0  # the most the registered leader has exposed
@@ -215,7 +207,7 @@ class ReplicationWorld(Harness):
         self._unanswered(r)  # its producers see the connection drop: not answered, not acknowledged
         r.fetch_sent = None
         r.known_partition_epoch = -1
-        self.network = [m for m in self.network if m.dst != r.id]
+        self.network.forget(r.id)
 
     def restart(self, r: Replica, wipe: bool) -> None:
         if wipe:
@@ -309,22 +301,13 @@ class ReplicationWorld(Harness):
     # -- the network -----------------------------------------------------------------------------
 
     def send(self, message: Message) -> None:
-        self.network.append(message)
-
-    def _cut(self, m: Message) -> bool:
-        """Whether an isolation drops this message (the controller's links stay up)."""
-        if CONTROLLER in (m.src, m.dst):
-            return False
-        now = self.now()
-        return self.replicas[m.src].isolated_until > now or self.replicas[m.dst].isolated_until > now
+        self.network.send(message)
 
     def deliver(self) -> None:
-        ready = [m for m in self.network if m.dst == CONTROLLER or self.replicas[m.dst].running]
-        if not ready:
+        m = self.network.take(lambda r: self.replicas[r].running)
+        if m is None:
             return
-        m = self.rng.choice(ready)
-        self.network.remove(m)
-        if self._cut(m):
+        if self.network.cut(m, lambda r: self.replicas[r].isolated_until, self.now()):
             self.trace.append(f"isolation drops {m.kind} {m.src}->{m.dst}")
             return
         if m.dst == CONTROLLER:
@@ -339,15 +322,14 @@ class ReplicationWorld(Harness):
                 r.leader.isr_change_answered(*m.body, self.now())
 
     def drop(self) -> None:
-        if self.network:
-            m = self.network.pop(self.rng.randrange(len(self.network)))
+        m = self.network.drop()
+        if m is not None:
             self.trace.append(f"drop {m.kind} {m.src}->{m.dst}")
 
     def duplicate(self) -> None:
         """A message delivered twice (a call retried after its answer was lost, as Ray may)."""
-        if self.network:
-            m = self.rng.choice(self.network)
-            self.network.append(Message(m.src, m.dst, m.kind, m.body))
+        m = self.network.duplicate()
+        if m is not None:
             self.trace.append(f"duplicate {m.kind} {m.src}->{m.dst}")
 
     def leader_fetch(self, r: Replica, follower: int, position: FetchPosition, incarnation: int) -> None:
