@@ -292,18 +292,13 @@ class Controller:
                 found = keeper.replica_ids_of(list(brokers), gateway_of_node)
                 if isinstance(found, int):
                     answers[i] = (ErrorCode.invalid_replica_assignment,
-                                  f"broker {found} keeps no replica: no live node with a data directory of its own has it")
+                                  f"broker {found} keeps no replica: no node with a data directory of its own has it")
                     continue
                 target = found
-                original = tuple(r for r in reg.replicas if r not in reg.adding)
-                if not allow_replication_factor_change and len(target) != len(original):
-                    answers[i] = (ErrorCode.invalid_replication_factor,
-                                  f"the replication factor would change from {len(original)} to {len(target)}")
-                    continue
             targets[(topic, p)] = target
             at[(topic, p)] = i
         if targets:
-            for tp, answer in (await keeper.reassign_partitions(targets)).items():
+            for tp, answer in (await keeper.reassign_partitions(targets, allow_replication_factor_change)).items():
                 answers[at[tp]] = answer
         return [(answers[i][0].value, answers[i][1]) for i in range(len(items))]
 

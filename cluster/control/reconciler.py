@@ -428,7 +428,6 @@ class Reconciler:
             entry.replica_id = await self.register_directory(directory)
             if new:
                 self.event("replica", f"data directory {directory} on node {entry.node_id} is replica {entry.replica_id}")
-                self.replicas.balance_wanted = True  # a node joined: it gets copies
         entry.move_to(ActorState.READY)
         self._ready_at[entry.name] = self.clock()
         handle = entry.handle

@@ -145,8 +145,9 @@ class ReplicaKeeper:
         self.replaced: set[int] = set()  # gone replicas whose replacement was tried
         self.fenced: set[str] = set()
         self.balance_moves = balance_moves  # reassignments per wave that even out replicas; 0: none
-        # Set when a data directory is registered (a node joins, or is back with a wiped disk);
-        # cleared once the replicas are even again: operators' placements are not undone otherwise.
+        # Set when a host comes up for a data directory holding none of its kind's replicas (a node
+        # joins, or is back with a wiped disk; see _joined); cleared once the replicas are even
+        # again, and by an operator's reassignment: operators' placements are not undone otherwise.
         self.balance_wanted = False
 
     def alive(self, tp: TP, registration: PartitionRegistration) -> dict[int, int]:
@@ -186,6 +187,11 @@ class ReplicaKeeper:
             broker = gateway_of_node.get(entry.node_id) if entry is not None and entry.node_id else None
             if broker is not None:
                 self._broker_of[replica] = live[replica] = broker
+        # A broker id a live replica holds now names it alone: a replica last seen there (a gateway
+        # restarted under its id on another node) is named by its unreachable id from now on.
+        claimed = set(live.values())
+        for replica in [r for r, b in self._broker_of.items() if b in claimed and r not in live]:
+            del self._broker_of[replica]
         return live
 
     def broker_id(self, replica: int) -> int:
@@ -196,14 +202,16 @@ class ReplicaKeeper:
         return self._broker_of.get(replica, UNREACHABLE_BROKER_BASE + replica)
 
     def replica_ids_of(self, brokers: list[int], gateway_of_node: dict[str, int]) -> tuple[int, ...] | int:
-        """The replicas an operator names by broker id (AlterPartitionReassignments), or the
-        first broker id that names no replica a live node keeps."""
-        live = {broker: replica for replica, broker in self._learn_brokers(gateway_of_node).items()}
-        hosted = {replica for replica, _kind in self.hosts}
+        """The replicas an operator names by broker id (AlterPartitionReassignments), as Metadata
+        names them (a replica whose node is away by the broker it was last on, or by its
+        unreachable id), or the first broker id that names no replica."""
+        self._learn_brokers(gateway_of_node)
+        by_broker = {broker: replica for replica, broker in self._broker_of.items()}
+        registered = set(self.meta().replica_ids.values())
         out = []
         for broker in brokers:
-            replica = live.get(broker)
-            if replica is None and broker >= UNREACHABLE_BROKER_BASE and broker - UNREACHABLE_BROKER_BASE in hosted:
+            replica = by_broker.get(broker)
+            if replica is None and broker - UNREACHABLE_BROKER_BASE in registered - set(self._broker_of):
                 replica = broker - UNREACHABLE_BROKER_BASE
             if replica is None:
                 return broker
@@ -211,32 +219,45 @@ class ReplicaKeeper:
         return tuple(out)
 
     async def reassign_partitions(
-        self, targets: dict[TP, tuple[int, ...] | None]
+        self, targets: dict[TP, tuple[int, ...] | None], allow_replication_factor_change: bool = True
     ) -> dict[TP, tuple[ErrorCode, str | None]]:
         """Operators' reassignments (Kafka's AlterPartitionReassignments), in replica ids: each
         target starts (or replaces) a move, None cancels one; durable before the answer, the
-        hosts told and the map published after it, as for an ISR change."""
+        hosts told and the map published after it, as for an ISR change. A replica may be one
+        whose node is away (Kafka accepts a fenced broker): it joins when it is back. The
+        operator takes over from the balancer until the next node joins."""
         answers: dict[TP, tuple[ErrorCode, str | None]] = {}
         async with self.lock:
             registrations = self.meta().registrations
+            registered = set(self.meta().replica_ids.values())
             changes: dict[TP, PartitionRegistration] = {}
             for tp, target in targets.items():
                 reg = registrations.get(tp)
-                kind = kind_for_topic(tp[0])
                 if reg is None:
                     answers[tp] = (ErrorCode.invalid_replica_assignment, ONE_COPY)
                     continue
-                missing = [r for r in target or () if (r, kind) not in self.hosts]
-                if missing:
-                    answers[tp] = (ErrorCode.invalid_replica_assignment,
-                                   f"no live node keeps replica {missing[0]}'s data directory")
+                unknown = [r for r in target or () if r not in registered]
+                if unknown:
+                    answers[tp] = (ErrorCode.invalid_replica_assignment, f"replica {unknown[0]} is no data directory")
+                    continue
+                if target is not None and not allow_replication_factor_change and len(target) != len(reg.target_replicas):
+                    # Kafka's validatePartitionReplicationFactorUnchanged: against the set the
+                    # partition is heading for (a move in progress included).
+                    answers[tp] = (ErrorCode.invalid_replication_factor, "The replication factor is changed from "
+                                   f"{len(reg.target_replicas)} to {len(target)}")
                     continue
                 new, error = change_reassignment(reg, target, self.alive(tp, reg))
-                answers[tp] = (error, None if error is ErrorCode.none else _REASSIGN_ERRORS.get(error))
+                if error is ErrorCode.invalid_replica_assignment and target is None:
+                    message: str | None = (f"Unable to revert partition assignment for {tp[0]}:{tp[1]} because it "
+                                           "would require an unclean leader election.")
+                else:
+                    message = None if error is ErrorCode.none else _REASSIGN_ERRORS.get(error)
+                answers[tp] = (error, message)
                 if error is ErrorCode.none and new != reg:
                     changes[tp] = new
             if changes:
                 await self.change(changes)
+                self.balance_wanted = False
                 self.host.event("reassign", f"{len(changes)} partitions reassigned by an operator")
         if changes:
             self._background_change()
@@ -248,7 +269,9 @@ class ReplicaKeeper:
 
     async def step(self) -> None:
         """One pass: hosts, registrations in step with them, the map, the pushes."""
+        before = set(self.hosts)
         self.hosts = choose_hosts(self.hosts, list(self.host.actors.values()))
+        self._joined(set(self.hosts) - before)
         now = self.host.clock()
         for name in self.hosts.values():
             self.answered.setdefault(name, now)  # a new host's session starts now
@@ -401,11 +424,22 @@ class ReplicaKeeper:
         self.replaced |= gone
         live = {e.replica_id for e in self.host.actors.values()
                 if e.ready and e.replica_id is not None and e.kind is ActorKind.PARTITION_LEADER}
+        out: dict[TP, PartitionRegistration] = {}
+        for tp, reg in registrations.items():
+            if set(reg.adding) & gone:
+                # A move to a replica gone for good never completes: cancelled (the next pass
+                # replaces what else is gone), or it would hold the partition, and balancing, forever.
+                cancelled, error = change_reassignment(reg, None, self.alive(tp, reg))
+                if error is ErrorCode.none:
+                    out[tp] = cancelled
+        if out:
+            self.host.event("reassign", f"{len(out)} moves to replicas {sorted(gone)}, gone for "
+                                        f"{self.replace_after_s:g} s, cancelled")
+            return out
         affected = {tp: reg for tp, reg in registrations.items() if not reg.reassigning and set(reg.replicas) & gone}
         if not affected or not live:
             return {}
         targets = replacements({tp: reg.replicas for tp, reg in registrations.items()}, gone, live)
-        out: dict[TP, PartitionRegistration] = {}
         for tp, reg in affected.items():
             target = targets.get(tp)
             if target is None or len(target) < len(reg.target_replicas) or set(target) == set(reg.replicas):
@@ -417,6 +451,15 @@ class ReplicaKeeper:
             self.host.event("reassign", f"{len(out)} partitions copied from replicas {sorted(gone)}, gone for "
                                         f"{self.replace_after_s:g} s, to live data directories")
         return out
+
+    def _joined(self, new_hosts: set[tuple[int, ActorKind]]) -> None:
+        """A host that came up for a data directory holding no replica of its kind is a node that
+        joined (or is back with a wiped disk, or a controller that restarted mid-balance): the
+        replicas are evened out again."""
+        registrations = self.meta().registrations
+        for replica, kind in new_hosts:
+            if not any(replica in reg.replicas for tp, reg in registrations.items() if kind_for_topic(tp[0]) is kind):
+                self.balance_wanted = True
 
     def _balance(self, registrations: dict[TP, PartitionRegistration]) -> dict[TP, PartitionRegistration]:
         """Reassignments that even out the replicas per data directory (placement's

@@ -200,24 +200,28 @@ def change_reassignment(
     reg: PartitionRegistration, target: tuple[int, ...] | None, alive: Collection[int]
 ) -> tuple[PartitionRegistration, ErrorCode]:
     """An operator's AlterPartitionReassignments for one partition (Kafka's
-    ReplicationControlManager.changePartitionReassignment): `target` None cancels the move in
-    progress (NO_REASSIGNMENT_IN_PROGRESS if there is none); a target replaces any move in
-    progress, computed from the assignment that move started from, as Kafka does."""
+    ReplicationControlManager.changePartitionReassignment and cancelPartitionReassignment).
+
+    None cancels the move in progress (NO_REASSIGNMENT_IN_PROGRESS if there is none), as Kafka's
+    PartitionReassignmentRevert: the replicas being added leave; refused with
+    INVALID_REPLICA_ASSIGNMENT where only they are in sync (that would need an unclean election).
+    A target is computed from the current assignment, a move in progress included, as KRaft's
+    PartitionReassignmentReplicas(current, target): the current replicas not in the target are
+    removed, the target's not yet assigned added, and a replica being added that the target keeps
+    is still being added; so sending the same target again changes nothing."""
     if target is None:
         if not reg.reassigning:
             return reg, ErrorCode.no_reassignment_in_progress
-        return _revert(reg, alive), ErrorCode.none
-    base = _revert(reg, alive) if reg.reassigning else reg
-    moved, error = reassign(base, target, alive)
-    return (moved, error) if error is ErrorCode.none else (reg, error)
-
-
-def _revert(reg: PartitionRegistration, alive: Collection[int]) -> PartitionRegistration:
-    """Kafka's PartitionReassignmentRevert: the replicas being added leave the assignment and
-    the ISR; a leader among them gives way to one of the original replicas (a new epoch)."""
-    replicas = tuple(r for r in reg.replicas if r not in reg.adding)
-    isr = tuple(r for r in reg.isr if r not in reg.adding)
-    return _change(reg, isr, alive, replicas, (), ())
+        replicas = tuple(r for r in reg.replicas if r not in reg.adding)
+        isr = tuple(r for r in reg.isr if r not in reg.adding)
+        if not isr:
+            return reg, ErrorCode.invalid_replica_assignment
+        return _change(reg, isr, alive, replicas, (), ()), ErrorCode.none
+    if not target or len(set(target)) != len(target):
+        return reg, ErrorCode.invalid_replica_assignment
+    removing = tuple(r for r in reg.replicas if r not in target)
+    adding = tuple(r for r in target if r not in reg.replicas or r in reg.adding)
+    return _change(reg, reg.isr, alive, tuple(target) + removing, adding, removing), ErrorCode.none
 
 
 def alter_partition(

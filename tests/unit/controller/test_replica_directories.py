@@ -558,7 +558,9 @@ def test_an_operator_moves_a_replica_cancels_a_move_and_is_told_what_is_wrong(tm
         assert controller._meta().registrations[tp] == back
 
         # Moved for real: once the leader adds the new replica to the ISR the old one leaves.
+        keeper.balance_wanted = True
         assert await controller.alter_partition_reassignments([("t", 0, target)]) == [(0, None)]
+        assert not keeper.balance_wanted  # the operator took over: no balancing until a node joins
         reg = controller._meta().registrations[tp]
         isr = (*reg.isr, spare)
         serials = tuple(controller.actors[host].serial if r == spare else -1 for r in isr)
@@ -569,3 +571,54 @@ def test_an_operator_moves_a_replica_cancels_a_move_and_is_told_what_is_wrong(tm
         check_led_by_leader_hosts(controller, pool)
 
     run(test, tmp_path, pool, **{"raygroups.replica.balance.max.moves": 0})
+
+
+def test_a_move_to_a_node_that_is_lost_for_good_is_cancelled_and_a_new_node_is_balanced_onto(tmp_path):
+    """Balancing starts copies to a node that joined; the node is then lost for good
+    (raygroups.replica.replace.after.ms): its moves would never complete and would hold every
+    other move, so they are cancelled, the original replicas stay. A host coming up for a data
+    directory with none of its kind's replicas asks for balancing; one already holding some
+    does not."""
+    directories = {n: uuid.uuid4() for n in "abcd"}
+    pool = StoragePool(list("abc"), directories)
+    clock = FakeClock()
+
+    async def test(controller):
+        await with_topic(controller, TopicSpec("t", 6, replication_factor=3))
+        keeper = controller.reconciler.replicas
+        before = {tp: reg.replicas for tp, reg in controller._meta().registrations.items()}
+        pool.alive_nodes.append("d")
+        controller.reconciler.membership.polled_at = -1e9
+        await settle(controller)
+        new = max(replica_of(controller)["d"])
+        moving = [tp for tp, reg in controller._meta().registrations.items() if reg.reassigning]
+        assert moving and all(controller._meta().registrations[tp].adding == (new,) for tp in moving)
+        pool.remove_node("d")
+        controller.reconciler.membership.polled_at = -1e9
+        await settle(controller)
+        clock.now += 600
+        await settle(controller)
+        regs = controller._meta().registrations
+        assert not any(reg.reassigning for reg in regs.values())
+        assert {tp: tuple(sorted(reg.replicas)) for tp, reg in regs.items()} == {
+            tp: tuple(sorted(r)) for tp, r in before.items()}
+        assert any(e["kind"] == "reassign" and "cancelled" in e["message"] for e in controller.status()["events"])
+
+        keeper.balance_wanted = False
+        held = next(iter(regs.values())).replicas[0]
+        keeper._joined({(held, ActorKind.PARTITION_LEADER)})
+        assert not keeper.balance_wanted  # a host back for a directory that keeps replicas
+        keeper._joined({(new, ActorKind.PARTITION_LEADER)})
+        assert keeper.balance_wanted  # one with none: a node that joined
+
+    async def main() -> None:
+        controller = Controller(Config({**SMALL, "raygroups.replica.balance.max.moves": 2}), tmp_path, "127.0.0.1", 0,
+                                "test", pool=pool, clock=clock)
+        await controller.start()
+        try:
+            await test(controller)
+        finally:
+            await controller.shutdown()
+            controller.executor.shutdown()
+
+    asyncio.run(asyncio.wait_for(main(), 30))

@@ -12,6 +12,7 @@ from cluster.replication.registration import (
     alter_partition,
     answer_alter_partition,
     lost_log,
+    change_reassignment,
     reassign,
     reconcile,
     registered_again,
@@ -444,6 +445,52 @@ def test_the_leaving_leaders_loss_mid_reassignment_elects_a_target_first():
     moved, _ = reassign(reg(isr=(1, 3, 2)), (4, 3, 2), ALIVE)
     after = reconcile(moved, {2: 0, 3: 0, 4: 0})
     assert after.leader == 3 and after.reassigning  # 4 is not in sync yet; 3 is the first target in the ISR
+
+
+# -- operators' reassignments (AlterPartitionReassignments) ---------------------------------------
+
+
+def test_an_operator_target_on_an_idle_partition_is_a_reassignment():
+    assert change_reassignment(reg(), (4, 2, 3), ALIVE) == reassign(reg(), (4, 2, 3), ALIVE)
+
+
+def test_the_same_target_sent_again_changes_nothing():
+    moved, _ = reassign(reg(), (4, 2, 3), ALIVE)
+    assert change_reassignment(moved, (4, 2, 3), ALIVE) == (moved, ErrorCode.none)
+
+
+def test_a_new_target_replaces_a_move_from_the_current_assignment_as_kraft_does():
+    moved, _ = reassign(reg(), (4, 2, 3), ALIVE)
+    caught_up, _ = alter_partition(moved, request(moved, (1, 2, 4)), ALIVE)  # 4 in sync, 3 fell behind
+    assert caught_up.reassigning and caught_up.isr == (4, 2, 1)
+    again, error = change_reassignment(caught_up, (4, 2, 5), ALIVE | {5: 0})
+    assert error is ErrorCode.none
+    # 4 is still being added (not yet in a completed assignment), keeps its place in the ISR, and
+    # the leader is not moved: only the new target's additions and removals change.
+    assert (again.replicas, again.adding, again.removing) == ((4, 2, 5, 3, 1), (4, 5), (3, 1))
+    assert again.isr == caught_up.isr and again.leader == caught_up.leader
+    assert again.leader_epoch == caught_up.leader_epoch
+
+
+def test_a_cancel_reverts_to_the_original_replicas_and_a_leader_among_the_added_gives_way():
+    moved, _ = reassign(reg(), (4, 2, 3), ALIVE)
+    caught_up, _ = alter_partition(moved, request(moved, (1, 2, 3, 4)), ALIVE)
+    assert not caught_up.reassigning  # completed: nothing to cancel
+    assert change_reassignment(caught_up, None, ALIVE) == (caught_up, ErrorCode.no_reassignment_in_progress)
+    moved, _ = reassign(reg(), (4, 2, 3), ALIVE)
+    led_by_4 = reconcile(alter_partition(moved, request(moved, (1, 2, 4)), ALIVE)[0], {2: 0, 4: 0})
+    assert led_by_4.leader == 4  # 1 died: the first target in sync leads
+    back, error = change_reassignment(led_by_4, None, {2: 0, 4: 0})
+    assert error is ErrorCode.none
+    assert (back.replicas, back.reassigning) == ((2, 3, 1), False) and 4 not in back.isr and back.leader == 2
+
+
+def test_a_cancel_that_would_need_an_unclean_election_is_refused():
+    moved, _ = reassign(reg(), (4, 5, 6), ALIVE | {5: 0, 6: 0})
+    in_sync, _ = alter_partition(moved, request(moved, (1, 2, 3, 4)), ALIVE)
+    only_4 = reconcile(in_sync, {4: 0})  # 1, 2 and 3 died: 4 alone is in sync, and leads
+    assert only_4.isr == (4,) and only_4.leader == 4
+    assert change_reassignment(only_4, None, {4: 0}) == (only_4, ErrorCode.invalid_replica_assignment)
 
 
 # -- restarts between the controller's looks -----------------------------------------------------
