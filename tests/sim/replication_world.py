@@ -44,7 +44,7 @@ from cluster.replication.registration import (
     AlterPartition,
     PartitionRegistration,
     answer_alter_partition,
-    reassign,
+    change_reassignment,
     reconcile,
     registered_again,
     restarted,
@@ -391,11 +391,21 @@ class ReplicationWorld(Harness):
         self._register(reconcile(restarted(reg, back, alive), alive), f"controller sees {sorted(alive)} alive")
 
     def reassign(self) -> None:
-        """An operator (or the balancer) moves the partition to three of the nodes, in some order."""
+        """An operator (or the balancer) moves the partition to three of the nodes, in some order;
+        mid-move, an operator may cancel it or send a new target (AlterPartitionReassignments)."""
+        if self.registration.reassigning and self.rng.random() < 0.3:
+            reg, error = change_reassignment(self.registration, None, self.controller_alive)
+            if error is ErrorCode.none:
+                self.note("reassignments cancelled")
+            else:
+                self.note("cancels refused (only the added replicas in sync)")
+            self._register(reg, "cancel the move")
+            return
         target = tuple(self.rng.sample(NODES, len(REPLICAS)))
-        reg, error = reassign(self.registration, target, self.controller_alive)
+        moving = self.registration.reassigning
+        reg, error = change_reassignment(self.registration, target, self.controller_alive)
         if error is ErrorCode.none and reg != self.registration:
-            self.note("reassignments")
+            self.note("reassignments changed mid-move" if moving else "reassignments")
         self._register(reg, f"reassign to {target}")
 
     def _register(self, reg: PartitionRegistration, why: str) -> None:

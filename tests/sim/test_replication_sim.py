@@ -33,13 +33,15 @@ def test_a_replication_seed_replays_exactly():
 
 def test_the_seeds_reach_what_they_are_for():
     """The schedule is worth its seeds only if it reaches the hard cases: elections, truncation of
-    divergent tails, wiped replicas catching up, partitions moved to another node, writes refused for too small an ISR and writes a
+    divergent tails, wiped replicas catching up, partitions moved to another node (and moves an
+    operator changed or cancelled midway), writes refused for too small an ISR and writes a
     leader took but never answered."""
     totals: dict[str, int] = {}
     for seed in range(40):
         for what, n in run(seed, steps=1000).counts.items():
             totals[what] = totals.get(what, 0) + n
     for what in ("acknowledged writes", "elections", "truncations", "wiped", "reassignments completed",
+                 "reassignments changed mid-move", "reassignments cancelled",
                  "refused for too small an ISR", "writes never answered"):
         assert totals.get(what, 0) > 0, (what, totals)
 
