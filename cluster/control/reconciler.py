@@ -105,8 +105,10 @@ class Reconciler:
         self._watchers: dict[str, asyncio.Task] = {}
         self._tasks: set[asyncio.Task] = set()
         self._next_index: Counter[ActorKind] = Counter()
-        self._spawn_failures: Counter[ActorKind] = Counter()
-        self._spawn_at: dict[ActorKind, float] = {}
+        # Failed starts in a row and when the next may be tried, per kind and node (None: wherever
+        # Ray puts it): a node that cannot take actors (listed, yet going) delays only its own.
+        self._spawn_failures: Counter[tuple[ActorKind, str | None]] = Counter()
+        self._spawn_at: dict[tuple[ActorKind, str | None], float] = {}
         self._failed_passes = 0
         self._pass_at = 0.0
         self.membership = (
@@ -162,7 +164,8 @@ class Reconciler:
     def _next_due(self) -> float | None:
         times = [f.retry_at for f in self.failed_loads.values()]
         times += self.gateways.restart_times()
-        times += [self._spawn_at[k] for k in self._missing() if k in self._spawn_at]
+        times += [self._spawn_at[(k, n)] for k, per_node in self._missing().items() for n in per_node
+                  if (k, n) in self._spawn_at]
         if self.membership is not None:
             times.append(self.membership.next_poll)
         if self._rebalance_at is not None:
@@ -182,8 +185,8 @@ class Reconciler:
         if not self.stopping:
             await self.gateways.step(now)
             for kind, per_node in self._missing().items():
-                if self._spawn_at.get(kind, 0.0) <= now:
-                    for node, count in per_node.items():
+                for node, count in per_node.items():
+                    if self._spawn_at.get((kind, node), 0.0) <= now:
                         for _ in range(count):
                             self._track(self.bring_up(self.spawn(kind, node)))
             if reason == "startup":
@@ -405,15 +408,16 @@ class Reconciler:
 
     async def bring_up(self, entry: ActorEntry) -> None:
         """Wait until a spawned actor answers, then watch it."""
+        key = (entry.kind, entry.node_id)  # the node it was asked onto (None: anywhere)
         try:
             await self._await_ready(entry)
         except Exception as exc:
             log.error("%s did not start: %s", entry.name, exc)
-            self._spawn_failures[entry.kind] += 1
-            self._spawn_at[entry.kind] = self.clock() + retry_delay(self._spawn_failures[entry.kind])
+            self._spawn_failures[key] += 1
+            self._spawn_at[key] = self.clock() + retry_delay(self._spawn_failures[key])
             self.died(entry, entry.handle)
             return
-        self._spawn_failures[entry.kind] = 0
+        self._spawn_failures[key] = 0
         self.wake()
 
     async def _await_ready(self, entry: ActorEntry) -> None:

@@ -151,3 +151,42 @@ def test_a_replacement_actor_on_a_node_takes_its_share_back_without_waiting_out_
         loaded_where_led(controller, pool)
 
     run(test, tmp_path, ["a", "b"])
+
+
+class GoingNodePool(NodePool):
+    """Node "c" is still listed but takes no actor (Ray fails a creation pinned to a node that is
+    going: ActorUnschedulableError)."""
+
+    going = "c"
+
+    def spawn_on(self, kind: ActorKind, name: str, node_id: str) -> FakeActor:
+        actor = super().spawn_on(kind, name, node_id)
+        if node_id == self.going:
+            actor.dead.set()
+        return actor
+
+
+def test_a_node_that_takes_no_actors_delays_only_its_own(tmp_path):
+    """Failed starts back off per kind and node: a node that keeps failing them (its backoff grown
+    to seconds) does not hold back the actors of a node that joins meanwhile."""
+
+    async def main() -> None:
+        pool, clock = GoingNodePool(["a", "c"]), FakeClock()
+        controller = Controller(Config(SMALL), tmp_path, "127.0.0.1", 0, "test", pool=pool, clock=clock)
+        await controller.start()
+        try:
+            for _ in range(4):  # c fails its starts again and again: its wait doubles
+                clock.now += 10
+                await settle(controller)
+            rec = controller.reconciler
+            assert sum(a.node_id == "c" and a.kind is ActorKind.PARTITION_LEADER for a in pool.spawned) >= 3
+            pool.alive_nodes.append("b")
+            rec.membership.polled_at = -1e9
+            await settle(controller)  # the clock still
+            kinds = {e.kind for e in controller.actors.values() if e.ready and e.node_id == "b"}
+            assert {ActorKind.GROUP_COORDINATOR, ActorKind.SHARE_COORDINATOR, ActorKind.PARTITION_LEADER} <= kinds
+        finally:
+            await controller.shutdown()
+            controller.executor.shutdown()
+
+    asyncio.run(asyncio.wait_for(main(), 30))
