@@ -10,7 +10,8 @@ its follower leads alone, below min.insync.replicas, and refuses acks=all until 
 answers again, catches up and is back in the ISR. A node that joins with an empty disk (as a
 lost node back with its disk wiped: a new replica) gets the lost replica's copies by reassignment,
 and the partitions have three in-sync replicas again. Then an operator moves a copy to that node
-with AlterPartitionReassignments, as kafka-reassign-partitions.sh does. The internal topics keep
+with AlterPartitionReassignments, as kafka-reassign-partitions.sh does, and a fourth node joins
+and is given copies until the copies per node are even. The internal topics keep
 one copy in the controller's node's directory until the coordinators keep replicas.
 """
 
@@ -236,3 +237,30 @@ def test_an_operator_moves_a_replica_to_another_node_with_alter_partition_reassi
     assert sum(f.stat().st_size for f in (fresh / f"{topic}-0").glob("*.log")) > 0
     read = confluent_consume_all(head(raygroups), topic, 1, 100, timeout=60)
     assert len(read) == len({(r.offset, r.value) for r in read}) == 100
+
+
+def test_a_node_that_joins_gets_copies_of_existing_partitions(nodes, raygroups, disks):
+    """Scaling out without a shared disk: a fourth node joins a cluster whose partitions all have
+    their replicas; the controller moves copies to it by reassignment (a few at a time) until the
+    copies per node are within one of even, and every record is still read once."""
+    fresh = disks[0].parent / "node4"
+    nodes.add_node(num_cpus=1, env_vars={NODE_DATA_DIR_ENV: str(fresh)})
+    topics = ("replicated", "isolated")
+
+    def spread() -> dict[int, int] | None:
+        held: dict[int, int] = {b: 0 for b in broker_of_node(raygroups).values()}
+        for topic in topics:
+            for _, replicas, isr in described(head(raygroups), topic).values():
+                if sorted(replicas) != sorted(isr) or any(r not in held for r in replicas):
+                    return None  # moving, or a replica not yet on a live node's gateway
+                for r in replicas:
+                    held[r] += 1
+        return held if len(held) == 4 and max(held.values()) - min(held.values()) <= 1 else None
+
+    held = wait_for(spread, 240, "copies on the new node, within one of even", raygroups, "replicated")
+    assert sorted(held.values()) == [2, 3, 3, 3]  # 11 copies over four nodes
+    assert any(f.stat().st_size > 0 for f in fresh.glob("*/*.log"))
+    events = [e["message"] for e in admin_call(head(raygroups), "status")["events"] if e["kind"] == "reassign"]
+    assert any("even out" in m for m in events)
+    read = confluent_consume_all(head(raygroups), "replicated", PARTITIONS, 600, timeout=90)
+    assert len(read) == len({(r.partition, r.offset) for r in read}) == 600
