@@ -5,8 +5,10 @@ and never gives that id to another directory."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,9 +44,10 @@ class StoragePool(NodePool):
         return actor
 
 
-def run(test, data_dir: Path, pool: StoragePool, **settings) -> None:
+def run(test, data_dir: Path, pool: StoragePool, clock: Any = time.monotonic, **settings) -> None:
+    """Start a controller over `pool` (and `clock`, where the test moves time), run `test(controller)`."""
     async def main() -> None:
-        controller = Controller(Config({**SMALL, **settings}), data_dir, "127.0.0.1", 0, "test", pool=pool)
+        controller = Controller(Config({**SMALL, **settings}), data_dir, "127.0.0.1", 0, "test", pool=pool, clock=clock)
         await controller.start()
         try:
             await test(controller)
@@ -391,16 +394,7 @@ def test_a_host_that_stops_answering_is_fenced_and_its_leaderships_elected_elsew
         assert [c.cause.value for c in moves if c.actor == victim and c.previous] == ["balance"] * len(led)
         assert all(c.began <= c.released <= c.loaded for c in moves if c.loaded is not None)
 
-    async def main() -> None:
-        controller = Controller(Config(SMALL), tmp_path, "127.0.0.1", 0, "test", pool=pool, clock=clock)
-        await controller.start()
-        try:
-            await test(controller)
-        finally:
-            await controller.shutdown()
-            controller.executor.shutdown()
-
-    asyncio.run(asyncio.wait_for(main(), 30))
+    run(test, tmp_path, pool, clock)
 
 
 def test_a_replica_gone_for_good_is_copied_to_a_live_directory_and_leaves_once_it_is_in_sync(tmp_path):
@@ -445,16 +439,7 @@ def test_a_replica_gone_for_good_is_copied_to_a_live_directory_and_leaves_once_i
         assert gone in keeper.replaced and keeper.next_due() > clock.now  # not woken for it again
         check_led_by_leader_hosts(controller, pool)
 
-    async def main() -> None:
-        controller = Controller(Config(SMALL), tmp_path, "127.0.0.1", 0, "test", pool=pool, clock=clock)
-        await controller.start()
-        try:
-            await test(controller)
-        finally:
-            await controller.shutdown()
-            controller.executor.shutdown()
-
-    asyncio.run(asyncio.wait_for(main(), 30))
+    run(test, tmp_path, pool, clock)
 
 
 def test_a_node_that_joins_gets_copies_of_existing_partitions_a_wave_at_a_time(tmp_path):
@@ -611,14 +596,4 @@ def test_a_move_to_a_node_that_is_lost_for_good_is_cancelled_and_a_new_node_is_b
         keeper._joined({(new, ActorKind.PARTITION_LEADER)})
         assert keeper.balance_wanted  # one with none: a node that joined
 
-    async def main() -> None:
-        controller = Controller(Config({**SMALL, "raygroups.replica.balance.max.moves": 2}), tmp_path, "127.0.0.1", 0,
-                                "test", pool=pool, clock=clock)
-        await controller.start()
-        try:
-            await test(controller)
-        finally:
-            await controller.shutdown()
-            controller.executor.shutdown()
-
-    asyncio.run(asyncio.wait_for(main(), 30))
+    run(test, tmp_path, pool, clock, **{"raygroups.replica.balance.max.moves": 2})
