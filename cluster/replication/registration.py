@@ -191,9 +191,7 @@ def reassign(
         return reg, ErrorCode.invalid_replica_assignment
     if reg.reassigning:
         return reg, ErrorCode.reassignment_in_progress
-    removing = tuple(r for r in reg.replicas if r not in target)
-    adding = tuple(r for r in target if r not in reg.replicas)
-    return _change(reg, reg.isr, alive, tuple(target) + removing, adding, removing), ErrorCode.none
+    return change_reassignment(reg, target, alive)  # on an idle partition: the move from its replicas
 
 
 def change_reassignment(
