@@ -43,11 +43,13 @@ class CompactionReport:
     bytes_after: int
 
 
-def latest_offsets(batches: Iterable[bytes]) -> dict[bytes, int]:
-    """Key -> offset of its latest record, over the whole log (closed and active segments)."""
+def latest_offsets(batches: Iterable[bytes], below: int | None = None) -> dict[bytes, int]:
+    """Key -> offset of its latest record below `below` (None: over the whole log)."""
     latest: dict[bytes, int] = {}
     for batch in batches:
         for offset, key, _value in recordbatch.decode_records(batch):
+            if below is not None and offset >= below:
+                return latest
             if key is not None:
                 latest[key] = offset
     return latest

@@ -381,22 +381,32 @@ class PartitionLog:
 
     # -- compaction ------------------------------------------------------------------------
 
-    def compact(self, now_ms: int) -> CompactionReport:
-        """Rewrite every closed segment into one keeping the latest record per key (compaction.py)."""
+    def compact(self, now_ms: int, below: int | None = None) -> CompactionReport:
+        """Rewrite the closed segments that end below `below` into one, keeping the latest record
+        per key among the records below it (compaction.py). None: below the log end.
+
+        A replicated log passes its high watermark: Kafka's cleaner never cleans past the last
+        stable offset. A newer record above it could otherwise delete the committed record before
+        it, and then be cut away by a truncation to the new leader's log, leaving the key without
+        either."""
         if not self.config.compacted:
             raise LogError(f"log {self.directory} is not compacted")
         self._check_writable()
         if len(self._segments) < 2:
             return CompactionReport(0, 0, 0, 0, 0)
+        limit = self.end_offset if below is None else min(below, self.end_offset)
         # Before the segments are taken: this read may cut the log at a corrupt batch.
-        latest = latest_offsets(self.batches())
+        latest = latest_offsets(self.batches(), limit)
         segments = self._segments
-        closed = segments[:-1]
+        count = 0
+        while count < len(segments) - 1 and segments[count].end_offset <= limit:
+            count += 1
+        closed = segments[:count]
         if not closed:
             return CompactionReport(0, 0, 0, 0, 0)
         horizon = now_ms - self.config.tombstone_retention_ms
         cleaned, report = compact_segments(self._files, closed, latest, horizon)
-        self._segments = [cleaned, segments[-1]]
+        self._segments = [cleaned, *segments[count:]]
         for segment in closed[1:]:
             try:
                 segment.path.unlink()

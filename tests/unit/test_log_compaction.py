@@ -161,3 +161,66 @@ def test_compaction_edge_cases(path: Path) -> None:
     plain = PartitionLog.open(path.with_name("plain-0"))
     with pytest.raises(LogError):
         plain.compact(now_ms=0)
+
+
+# -- compaction below the high watermark (a replicated log) ---------------------------------
+
+
+def test_compaction_below_the_high_watermark_keeps_the_committed_record_a_truncation_would_orphan(path: Path) -> None:
+    """A newer record above the high watermark must not delete the committed one before it: a
+    truncation to the new leader's log (KIP-279) could cut the newer one away, and the key would
+    be left with neither. Kafka's cleaner stops at the last stable offset."""
+    log = PartitionLog.open(path, COMPACTED)
+    fill_compacted(log, 12)
+    high_watermark = log.end_offset  # everything so far is committed, "a" last set to a11
+    for i in range(12):
+        log.append([batch([(b"a", b"uncommitted-%d" % i)])], leader_epoch=2)
+    assert log.segment_count > 3
+
+    log.compact(now_ms=2_000, below=high_watermark)
+
+    # Nothing at or above the high watermark was rewritten, and nothing below it that counts was lost.
+    above = [r for r in records(log) if r[0] >= high_watermark]
+    assert above == [(high_watermark + i, b"a", b"uncommitted-%d" % i) for i in range(12)]
+    log.truncate_replica(high_watermark)
+    assert log.end_offset == high_watermark
+    latest = {key: value for _, key, value in records(log)}
+    assert latest[b"a"] == b"a11"
+    assert {latest[b"b%d" % k] for k in range(4)} == {b"b8", b"b9", b"b10", b"b11"}
+
+
+def test_unbounded_compaction_then_truncation_loses_the_key(path: Path) -> None:
+    """The failure the bound prevents, shown on the same log: without `below`, the committed "a"
+    goes, and the truncation then takes its successor."""
+    log = PartitionLog.open(path, COMPACTED)
+    fill_compacted(log, 12)
+    high_watermark = log.end_offset
+    for i in range(12):
+        log.append([batch([(b"a", b"uncommitted-%d" % i)])], leader_epoch=2)
+
+    log.compact(now_ms=2_000)
+    log.truncate_replica(high_watermark)
+
+    assert b"a" not in {key for _, key, _ in records(log)}
+
+
+def test_compaction_bounded_inside_a_closed_segment_leaves_that_segment_and_later_ones(path: Path) -> None:
+    log = PartitionLog.open(path, COMPACTED)
+    fill_compacted(log, 30)
+    before = records(log)
+    bases = [int(f.name[:20]) for f in segment_files(path)]
+    assert len(bases) >= 4
+    below = bases[2] + 1  # inside the third segment: only the first two can be cleaned
+
+    report = log.compact(now_ms=2_000, below=below)
+
+    assert report.segments_before == 2
+    assert [r for r in records(log) if r[0] >= bases[2]] == [r for r in before if r[0] >= bases[2]]
+    latest = {key: offset for offset, key, _ in before if offset < below}
+    assert [r for r in records(log) if r[0] < bases[2]] == [
+        r for r in before if r[0] < bases[2] and latest[r[1]] == r[0]
+    ]
+    assert log.end_offset == before[-1][0] + 1
+    crash(log)
+    reopened = PartitionLog.open(path, COMPACTED)
+    assert not reopened.recovery.truncated and records(reopened) == records(log)
