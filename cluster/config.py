@@ -149,6 +149,12 @@ SETTINGS: dict[str, Setting] = {
                 "a replica host that has not answered the controller's pings for this long is fenced: its "
                 "replicas count as gone (a paused or stalled process) until it answers again"),
         Setting("broker.heartbeat.interval.ms", 2_000, Int(1), "how often the controller pings each replica host"),
+        Setting("offsets.commit.timeout.ms", 5_000, Int(1),
+                "how long a group coordinator's write (offsets, group state) may wait to be committed by "
+                "the in-sync replicas before its request is answered COORDINATOR_NOT_AVAILABLE"),
+        Setting("share.coordinator.write.timeout.ms", 5_000, Int(1),
+                "how long a share coordinator's write of share-group state may wait to be committed by "
+                "the in-sync replicas before it fails"),
         Setting("auto.leader.rebalance.enable", True, Bool(),
                 "give replicated partitions back to their preferred (first) replica once it is in sync again"),
         Setting("leader.imbalance.check.interval.seconds", 300, Int(1, long=True),

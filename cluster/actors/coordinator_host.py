@@ -26,12 +26,12 @@ from cluster.metrics.registry import REGISTRY
 from cluster.partition import FetchOutcome, UserPartition, check_client_epoch
 from cluster.runtime import (
     CoordinatorRuntime,
+    RUNTIME_ERRORS,
     LoadInProgress,
     NotCoordinator,
     PartitionStatus,
     RuntimeConfig,
     ShardFactory,
-    StorageError,
 )
 
 
@@ -49,15 +49,24 @@ class _LogReads:
         self.log = log
 
 
-_RUNTIME_ERRORS = (NotCoordinator, LoadInProgress, StorageError)
 
 
 def _as_error(exc: Exception) -> Failed:
+    """Kafka's CoordinatorOperationExceptionHelper: a lost leadership is NOT_COORDINATOR; a storage
+    failure, too few in-sync replicas and a write timeout are COORDINATOR_NOT_AVAILABLE, so the
+    client finds the coordinator again and retries."""
     if isinstance(exc, NotCoordinator):
         return Failed(ErrorCode.not_coordinator, str(exc))
     if isinstance(exc, LoadInProgress):
         return Failed(ErrorCode.coordinator_load_in_progress, str(exc))
     return Failed(ErrorCode.coordinator_not_available, str(exc))
+
+
+# Kafka's setting for how long a coordinator's write may wait to commit, per kind.
+_WRITE_TIMEOUT = {
+    ActorKind.GROUP_COORDINATOR: "offsets.commit.timeout.ms",
+    ActorKind.SHARE_COORDINATOR: "share.coordinator.write.timeout.ms",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +105,7 @@ class CoordinatorHost:
                 log_config=coordinator_log_config(config),
                 compaction_records=config["raygroups.coordinator.compaction.records"],
                 shared_sync=True,
+                write_timeout_ms=config[_WRITE_TIMEOUT[kind]],
             ),
             executor=self.executor,
             clock=seams.clock,
@@ -125,7 +135,7 @@ class CoordinatorHost:
         """
         try:
             return await self._submit(topic, item)
-        except _RUNTIME_ERRORS as exc:
+        except RUNTIME_ERRORS as exc:
             return _as_error(exc)
 
     def _submit(self, topic: str, item: CoordinatorItem) -> asyncio.Future:
@@ -142,7 +152,7 @@ class CoordinatorHost:
         run, request, runtime = item.op.run, item.request, self.runtime
         try:
             return runtime.submit(tp, item.epoch, lambda token: run(runtime.shard(tp), request, token))
-        except _RUNTIME_ERRORS as exc:
+        except RUNTIME_ERRORS as exc:
             return _as_error(exc)
 
     @staticmethod
@@ -154,7 +164,7 @@ class CoordinatorHost:
         exc = future.exception()
         if exc is None:
             return future.result()
-        return _as_error(exc) if isinstance(exc, _RUNTIME_ERRORS) else exc
+        return _as_error(exc) if isinstance(exc, RUNTIME_ERRORS) else exc
 
     async def execute_all(self, topic: str, items: list[CoordinatorItem]) -> list[Any]:
         # Queued at once, in order, and awaited as futures: no task per operation (a heartbeat's
@@ -162,7 +172,7 @@ class CoordinatorHost:
         futures = [self._submit(topic, item) for item in items]
         outcomes = await asyncio.gather(*futures, return_exceptions=True)
         for i, outcome in enumerate(outcomes):
-            if isinstance(outcome, _RUNTIME_ERRORS):
+            if isinstance(outcome, RUNTIME_ERRORS):
                 outcomes[i] = _as_error(outcome)
             elif isinstance(outcome, BaseException):
                 raise outcome  # an operation's own failure fails the call, as it did one by one

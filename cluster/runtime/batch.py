@@ -1,13 +1,20 @@
-"""Running one batch of a partition's queued operations: write, then respond; or revert.
+"""Running one batch of a partition's queued operations: write, then respond once committed; or revert.
 
 Each operation is pure and returns a `Result`; its records are replayed into the shard at once (the
 next operation sees them), and all records of the batch go to the log in one append (group commit).
-Only when that append is durable are the answers released and the timers armed; except for the
-operations that write nothing ahead of the batch's first record (a heartbeat, a fetch of offsets):
-they saw only durable state, so they are answered at once. If it fails, the
-partition's snapshot puts back what the batch's replay touched (Kafka's SnapshottableCoordinator):
-only the batch's operations get the error, whatever queued behind it runs on the state as it was
-before the batch, and the log is not reread.
+Only when that append is committed (durable with the local writer; below the high watermark with a
+replicated one, writer.py) are the answers released; the timers are armed once it is written.
+The operations that write nothing ahead of the batch's first record (a heartbeat, a fetch of
+offsets) are answered at once when everything written before them is committed: they saw only
+committed state. Otherwise they wait with the batch, as Kafka's runtime makes a write event without
+records wait for the pending writes.
+
+If the append fails or is refused, the partition's snapshot puts back what the batch's replay
+touched (Kafka's SnapshottableCoordinator): only the batch's operations get the error, whatever
+queued behind it runs on the state as it was before the batch, and the log is not reread. A batch
+that was written but not committed in time keeps its state, as in Kafka: its answers are a
+timeout, and it commits when the replicas catch up. A partition unloaded meanwhile answers
+NOT_COORDINATOR.
 """
 
 from __future__ import annotations
@@ -23,22 +30,38 @@ from kernel.timer import TimerChange
 from cluster.log import LogError
 from cluster.record_batch_writer import write_batch
 from cluster.runtime.disk import LogDisk
-from cluster.runtime.errors import StorageError
-from cluster.runtime.partition import Partition, Pending, set_exception
+from cluster.runtime.errors import NotCoordinator, NotEnoughReplicas, StorageError, WriteTimeout
+from cluster.runtime.partition import Partition, PartitionStatus, Pending, set_exception
 from cluster.runtime.timers import Fired
+from cluster.runtime.wakeups import Wakeups
+from cluster.runtime.writer import PartitionWriter
 
 log = logging.getLogger(__name__)
 
 
 class BatchRunner:
-    def __init__(self, disk: LogDisk, clock: Any, compaction_records: int) -> None:
+    def __init__(
+        self,
+        disk: LogDisk,
+        writer: PartitionWriter,
+        clock: Any,
+        wakeups: Wakeups,
+        compaction_records: int,
+        write_timeout_ms: int,
+    ) -> None:
         self.disk = disk
+        self.writer = writer
         self.clock = clock
+        self.wakeups = wakeups
         self.compaction_records = compaction_records
+        self.write_timeout_ms = write_timeout_ms
 
     async def run(self, partition: Partition, batch: list[Pending]) -> None:
         shard = partition.shard
         now = self.clock.now_ms()
+        # Whether everything written before this batch is committed: only then may an operation
+        # that writes nothing be answered from the state it sees.
+        settled = self._settled(partition)
         answered: list[tuple[Pending, Any]] = []
         completions: list[tuple[RequestToken, Any]] = []
         records: list[Record] = []
@@ -65,10 +88,10 @@ class BatchRunner:
                 log.exception("replay failed on %s", partition.tp)
                 await self._revert(partition, batch, fired, exc)
                 return
-            if not records and not result.records and not result.completions and result.response is not PARKED:
-                # It wrote nothing and read only durable state (every earlier batch is on disk, and
-                # nothing before it in this one wrote): answered now, not after this batch's fsync
-                # (Kafka's runtime answers such an operation once the writes before it are durable).
+            if settled and not records and not result.records and not result.completions and result.response is not PARKED:
+                # It wrote nothing and read only committed state (every earlier batch is committed,
+                # and nothing before it in this one wrote): answered now, not after this batch's
+                # fsync (Kafka's runtime answers such an operation once the writes before it are).
                 partition.timers.apply(result.timers, now)
                 _respond(partition, [(pending, result.response)], [])
                 continue
@@ -82,18 +105,58 @@ class BatchRunner:
             numbered = [(n, key, value) for n, (key, value) in enumerate(entries)]
             data = bytearray(write_batch(numbered, self.clock.now_ms()))
             try:
-                await self.disk.append(partition.log, [data], partition.epoch)
+                partition.written = await self.writer.append(partition, [data])
             except LogError as exc:  # LogWriteError, or a log closed under it: the batch is answered either way
                 await self._revert(partition, batch, fired, StorageError(str(exc)))
+                return
+            except NotEnoughReplicas as exc:  # refused before anything was written
+                await self._revert(partition, batch, fired, exc)
                 return
             partition.records_since_compaction += len(entries)
         partition.snapshot.commit()
 
         partition.timers.expired(fired)
         partition.timers.apply(timers, now)
+        if answered or completions:
+            try:
+                await self._wait_committed(partition, partition.written)
+            except (NotCoordinator, WriteTimeout) as exc:
+                _fail(partition, answered, completions, exc)
+                return
         _respond(partition, answered, completions)
         if partition.records_since_compaction >= self.compaction_records:
-            await self.disk.compact(partition, self.clock.now_ms())
+            await self.disk.compact(partition, self.clock.now_ms(), partition.committed)
+
+    def _settled(self, partition: Partition) -> bool:
+        committed = self.writer.committed(partition)
+        if committed is not None and committed > partition.committed:
+            partition.committed = committed
+        return partition.committed >= partition.written
+
+    async def _wait_committed(self, partition: Partition, end: int) -> None:
+        """Until the log is committed up to `end` (Kafka's deferred event queue): WriteTimeout
+        after the write timeout, NotCoordinator once the partition is unloaded or no longer led."""
+        deadline = self.clock.now_ms() + self.write_timeout_ms
+        event = partition.commit_advanced
+        while True:
+            committed = self.writer.committed(partition)
+            if committed is not None:
+                partition.committed = max(partition.committed, committed)
+            if partition.committed >= end:
+                return  # committed is committed, an unload meanwhile or not
+            if committed is None or partition.status is PartitionStatus.CLOSED:
+                raise NotCoordinator(f"{partition.tp[0]}-{partition.tp[1]} lost its leadership before its write committed")
+            if self.clock.now_ms() >= deadline:
+                raise WriteTimeout(
+                    f"{partition.tp[0]}-{partition.tp[1]}: the write up to offset {end} was not committed within "
+                    f"{self.write_timeout_ms} ms (committed: {partition.committed})"
+                )
+            event.clear()
+            handle = self.wakeups.call_at(deadline, event.set)
+            try:
+                await event.wait()
+            finally:
+                handle.cancel()
 
     @staticmethod
     def _still_due(partition: Partition, fired: Fired, changes: list[TimerChange]) -> bool:
@@ -112,6 +175,15 @@ class BatchRunner:
         partition.timers.retry(fired, self.clock.now_ms())
         if partition.log is not None and partition.log.failed:
             await self.disk.reopen(partition)
+
+
+def _fail(partition: Partition, answered: list[tuple[Pending, Any]], completions: list[tuple[RequestToken, Any]],
+          exc: Exception) -> None:
+    """The batch's state stays, its answers are the error: the parked requests it completed too."""
+    for pending, _response in answered:
+        set_exception(pending.future, exc)
+    for token, _response in completions:
+        set_exception(partition.parked.pop(token, None), exc)
 
 
 def _respond(partition: Partition, answered: list[tuple[Pending, Any]], completions: list[tuple[RequestToken, Any]]) -> None:

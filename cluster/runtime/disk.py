@@ -111,10 +111,11 @@ class LogDisk:
                 # The log refuses appends now; its readers stop at end_offset already.
                 log.exception("%s: cutting the failed append off the reopened log failed", partition.tp)
 
-    async def compact(self, partition: Partition, now_ms: int) -> None:
+    async def compact(self, partition: Partition, now_ms: int, below: int) -> None:
+        """Compact below `below`, the committed offset (PartitionLog.compact says why)."""
         partition.records_since_compaction = 0
         try:
-            report = await self.run(partition.log.compact, now_ms)
+            report = await self.run(partition.log.compact, now_ms, below)
             log.info("compacted %s: %s", partition.tp, report)
         except LogWriteError:
             log.exception("compaction of %s failed; the log is unchanged", partition.tp)

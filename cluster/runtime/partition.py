@@ -59,6 +59,12 @@ class Partition:
     parked: dict[RequestToken, asyncio.Future] = field(default_factory=dict)
     records_since_compaction: int = 0
     loading: asyncio.Task | None = None  # the load under way, which a second load of this epoch joins
+    # The log's end after the last append, and the offset below which it is committed (Kafka's
+    # lastWrittenOffset and lastCommittedOffset). Equal with a local writer; a replicated one
+    # commits at the high watermark, and answers wait for it (batch.py).
+    written: int = 0
+    committed: int = 0
+    commit_advanced: asyncio.Event = field(default_factory=asyncio.Event)  # set when committed may have moved
 
     def move_to(self, target: PartitionStatus) -> None:
         self.status.validate_transition(target)

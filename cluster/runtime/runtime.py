@@ -26,10 +26,11 @@ from cluster.batching import BatchingQueue
 from cluster.log import LogConfig
 from cluster.runtime.batch import BatchRunner
 from cluster.runtime.disk import LogDisk, LogOpener
-from cluster.runtime.errors import LoadInProgress, NotCoordinator, StorageError
+from cluster.runtime.errors import LoadInProgress, NotCoordinator, NotEnoughReplicas, StorageError, WriteTimeout
 from cluster.runtime.partition import Operation, Partition, PartitionStatus, Pending, TopicPartition, set_exception
 from cluster.runtime.timers import TimerTable
 from cluster.runtime.wakeups import LoopWakeups, SystemClock, Wakeups
+from cluster.runtime.writer import LocalWriter, PartitionWriter
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,9 @@ class RuntimeConfig:
     compaction_records: int = 20_000
     # One syncfs for the appends of every partition (disk.py); off where a test controls each log's fsync.
     shared_sync: bool = False
+    # How long an answer waits for its batch to commit (offsets.commit.timeout.ms,
+    # share.coordinator.write.timeout.ms); only a replicated writer ever waits.
+    write_timeout_ms: int = 5_000
 
 
 class CoordinatorRuntime:
@@ -70,6 +74,7 @@ class CoordinatorRuntime:
         clock: Any = None,
         wakeups: Wakeups | None = None,
         log_opener: LogOpener | None = None,
+        writer: PartitionWriter | None = None,
     ) -> None:
         self.codec = codec
         self.shard_factory = shard_factory
@@ -78,7 +83,10 @@ class CoordinatorRuntime:
         self.clock = clock or SystemClock()
         self.wakeups = wakeups or LoopWakeups(self.clock)
         self.disk = LogDisk(codec, executor, config.data_dir, config.log_config, log_opener, config.shared_sync)
-        self.batches = BatchRunner(self.disk, self.clock, config.compaction_records)
+        self.writer = writer or LocalWriter(self.disk)
+        self.batches = BatchRunner(
+            self.disk, self.writer, self.clock, self.wakeups, config.compaction_records, config.write_timeout_ms
+        )
         self.partitions: dict[TopicPartition, Partition] = {}
         self._next_token = 0
 
@@ -134,6 +142,10 @@ class CoordinatorRuntime:
             await self.disk.run(partition_log.close)
             return
         partition.log, partition.shard, partition.snapshot = partition_log, shard, snapshot_of(shard)
+        # A new leader serves what its log holds, its uncommitted tail too (Kafka's loader reads to
+        # the log end); answers wait until that tail is committed.
+        partition.written = partition_log.end_offset
+        partition.committed = min(self.writer.committed(partition) or 0, partition.written)
         partition.move_to(PartitionStatus.ACTIVE)
         # First in the queue, and awaited: once load returns, the timers the state needs are armed.
         loaded = asyncio.get_running_loop().create_future()
@@ -141,7 +153,7 @@ class CoordinatorRuntime:
         partition.queue.resume()
         try:
             await loaded
-        except (StorageError, NotCoordinator):
+        except (StorageError, NotCoordinator, NotEnoughReplicas, WriteTimeout):
             log.exception("%s: the first operation after loading failed", partition.tp)
 
     async def unload(self, tp: TopicPartition) -> None:
@@ -152,9 +164,17 @@ class CoordinatorRuntime:
         partition.timers.cancel_all()
         partition.queue.pause()
         self._fail_all(partition, NotCoordinator(f"{tp} moved away"))
+        partition.commit_advanced.set()  # a batch waiting for its commit answers NOT_COORDINATOR
         await partition.queue.idle()
         if partition.log is not None:
             await self.disk.run(partition.log.close)
+
+    def committed(self, tp: TopicPartition) -> None:
+        """The writer's high-watermark listener: tp's committed offset may have moved, so the
+        answers waiting for it look again."""
+        partition = self.partitions.get(tp)
+        if partition is not None:
+            partition.commit_advanced.set()
 
     def led(self) -> dict[TopicPartition, tuple[int, str]]:
         return {tp: (p.epoch, p.status.value) for tp, p in self.partitions.items()}
@@ -169,10 +189,11 @@ class CoordinatorRuntime:
     # -- operations --------------------------------------------------------------------------
 
     async def write(self, tp: TopicPartition, epoch: int | None, operation: Operation) -> Any:
-        """Run operation on tp's shard in order; answer once its records are durable.
+        """Run operation on tp's shard in order; answer once its records are committed.
 
         Reads go through here too (operations that return no records): they then see exactly
-        the state left by everything before them and never a state a failed append undoes.
+        the state left by everything before them, answered only once that state is committed,
+        and never a state a failed append undoes.
         """
         return await self.submit(tp, epoch, operation)
 

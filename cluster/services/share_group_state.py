@@ -25,12 +25,12 @@ from coordinator.share.messages import ShareHeartbeatOutcome, ShareStateDelete, 
 
 from cluster.leadership import Leadership
 from cluster.metadata import CONSUMER_OFFSETS
-from cluster.runtime import CoordinatorRuntime, LoadInProgress, NotCoordinator, StorageError
+from cluster.runtime import RUNTIME_ERRORS, CoordinatorRuntime
 from cluster.services import share_state
 
 log = logging.getLogger(__name__)
 
-_GONE = (NotCoordinator, LoadInProgress, StorageError)
+_GONE = RUNTIME_ERRORS
 
 
 def topics_image(leadership: Leadership) -> tuple[TopicImage, ...]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from cluster import recordbatch
 from cluster.log import LogConfig, LogWriteError
 from cluster.log.recovery import RecoveryReport
 
@@ -20,6 +21,7 @@ class MemoryDisk:
     files: dict[Path, list[bytes]] = field(default_factory=dict)
     fail_appends: int = 0  # how many of the next appends fail
     appended: list[tuple[Path, bytes]] = field(default_factory=list)  # every durable batch, in order
+    ends: dict[Path, int] = field(default_factory=dict)  # records stored per log: its end offset
 
     def open(self, path: Path, config: LogConfig) -> "MemoryLog":
         return MemoryLog(self, path)
@@ -45,13 +47,20 @@ class MemoryLog:
         stored = self.disk.files.setdefault(self.path, [])
         for batch in batches:
             stored.append(bytes(batch))
+            self.disk.ends[self.path] = self.end_offset + recordbatch.parse_header(batch).last_offset_delta + 1
             self.disk.appended.append((self.path, bytes(batch)))
         return [0] * len(batches)
+
+    @property
+    def end_offset(self) -> int:
+        """The records stored (a coordinator's batches carry offsets from 0; the runtime compares
+        what it wrote with what is committed, which with this disk is everything stored)."""
+        return self.disk.ends.get(self.path, 0)
 
     def batches(self, from_offset: int = 0):
         yield from list(self.disk.files.get(self.path, ()))
 
-    def compact(self, now_ms: int) -> Any:
+    def compact(self, now_ms: int, below: int | None = None) -> Any:
         return None
 
     def close(self) -> None:
