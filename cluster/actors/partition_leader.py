@@ -23,7 +23,7 @@ from typing import Any
 import ray
 from kio.schema.errors import ErrorCode
 
-from cluster.calls import Endpoint, FetchItem, ListOffsetsItem, LogEnd, ProduceItem
+from cluster.calls import FetchItem, ListOffsetsItem, LogEnd, ProduceItem
 from cluster.calls.kinds import ActorKind
 
 from cluster.actors.common import ChannelHost, identity, node_storage, setup_process, wait_forever
@@ -33,11 +33,12 @@ from cluster.log import FlushPolicy, LogConfig, PartitionLog
 from cluster.metrics import registry as metrics_registry
 from cluster.partition import FetchOutcome, ProduceOutcome, UserPartition, check_client_epoch
 from cluster.clients.controller import ControllerClient
-from cluster.clients.links import ActorLink, this_node
+from cluster.clients.replica_links import ReplicaLinks
 from cluster.clients.persister import Persister
 from cluster.replicated_partition import ReplicatedPartition
-from cluster.replication.log_replica import ReplicaFetch, ReplicaFetched, ReplicationConfig
-from cluster.replication.manager import ControllerLink, FetcherConfig, LeaderLink, ReplicaManager
+from cluster.replication.host import ReplicaHost
+from cluster.replication.log_replica import ReplicaFetch, ReplicaFetched
+from cluster.replication.manager import ControllerLink, LeaderLink, ReplicaManager
 from cluster.replication.push import ReplicaPush
 from cluster.producer_state import ProducerStateManager
 from cluster.clients.routing import Router
@@ -82,8 +83,11 @@ class PartitionLeader:
         clock = self.clock = clock or SystemClock()
         self.shares = SharePartitionManager(config, persister, clock, wakeups or LoopWakeups(clock), self._leading)
         # The replicated partitions' replicas kept here, from the controller's first push.
-        self.replicas: ReplicaManager | None = None
-        self._pushes = asyncio.Lock()
+        self.host = ReplicaHost(name, config, self.data_dir, self._log_config, clock, self._serve_if_leading)
+
+    @property
+    def replicas(self) -> ReplicaManager | None:
+        return self.host.manager
 
     # -- leadership -----------------------------------------------------------------------------
 
@@ -130,8 +134,7 @@ class PartitionLeader:
     async def delete(self, items: list[TP]) -> None:
         """Close and remove the partitions' logs (DeleteTopics); also for partitions not loaded here."""
         await self.unload(items)
-        if self.replicas is not None:
-            await self.replicas.delete(items)
+        await self.host.delete(items)
         for topic, p in items:
             await self._run(shutil.rmtree, self.data_dir / f"{topic}-{p}", True)
 
@@ -139,29 +142,10 @@ class PartitionLeader:
 
     async def apply_replicas(self, push: ReplicaPush, leader_link: Callable[[int], LeaderLink],
                              controller: ControllerLink) -> None:
-        """The controller's registrations of the replicas this actor keeps (cluster/control/
-        replica_keeper.py): each replica leads or follows as its registration says, and a
+        """The controller's registrations of the replicas this actor keeps (ReplicaHost.apply): a
         partition whose replica here leads is served (produce, fetch, share groups) at its leader
         epoch; one that stopped leading here closes its serving side, its log stays a follower's."""
-        # One push at a time, apply and serving together: two overlapping pushes (the keeper's pass
-        # and an AlterPartition's, or a push sent again after a timeout) would otherwise both find
-        # a partition unserved across the producer-state rebuild and install two serving objects.
-        async with self._pushes:
-            await self._apply_replicas(push, leader_link, controller)
-
-    async def _apply_replicas(self, push: ReplicaPush, leader_link: Callable[[int], LeaderLink],
-                              controller: ControllerLink) -> None:
-        if self.replicas is None:
-            self.replicas = ReplicaManager(
-                push.replica_id, push.incarnation, self.data_dir, self._log_config, replication_config(self.config),
-                self.clock, leader_link, controller, fetcher_config(self.config),
-            )
-        elif (self.replicas.replica_id, self.replicas.incarnation) != (push.replica_id, push.incarnation):
-            raise ValueError(f"{self.name} keeps replica {self.replicas.replica_id} (incarnation "
-                             f"{self.replicas.incarnation}), not {push.replica_id} ({push.incarnation})")
-        await self.replicas.apply(push.registrations, push.topic_ids)
-        for tp in push.registrations:
-            await self._serve_if_leading(tp)
+        await self.host.apply(push, leader_link, controller)
 
     async def _serve_if_leading(self, tp: TP) -> None:
         assert self.replicas is not None
@@ -189,10 +173,7 @@ class PartitionLeader:
         )
 
     async def replica_fetch(self, items: list[tuple[TP, ReplicaFetch]], max_wait_ms: int) -> list[ReplicaFetched]:
-        """A follower host's fetch (Kafka's FetchRequest from a replica)."""
-        if self.replicas is None:
-            return [ReplicaFetched(ErrorCode.not_leader_or_follower) for _ in items]
-        return await self.replicas.replica_fetch(items, max_wait_ms)
+        return await self.host.replica_fetch(items, max_wait_ms)
 
     async def _close(self, tp: TP) -> None:
         self.shares.drop_partition(*tp)
@@ -307,8 +288,7 @@ class PartitionLeader:
 
     async def shutdown(self) -> None:
         await self.unload(list(self.partitions))
-        if self.replicas is not None:
-            await self.replicas.close()
+        await self.host.close()
         self.executor.shutdown(wait=True)
 
     async def _run(self, fn, *args):
@@ -317,18 +297,6 @@ class PartitionLeader:
 
 def _rebuild_producer_state(log: PartitionLog) -> ProducerStateManager:
     return ProducerStateManager.rebuild(log.batch_headers())
-
-
-def replication_config(config: Config) -> ReplicationConfig:
-    return ReplicationConfig(
-        min_insync_replicas=config["min.insync.replicas"],
-        lag_time_max_ms=config["replica.lag.time.max.ms"],
-        fetch_max_bytes=config["replica.fetch.max.bytes"],
-    )
-
-
-def fetcher_config(config: Config) -> FetcherConfig:
-    return FetcherConfig(max_wait_ms=config["replica.fetch.wait.max.ms"], backoff_ms=config["replica.fetch.backoff.ms"])
 
 
 @ray.remote
@@ -341,7 +309,7 @@ class PartitionLeaderActor(ChannelHost):
         self.leader = PartitionLeader(name, config, root, persister=persister)
         self.leader.directory_id = directory
         self._controller = ControllerClient(controller)
-        self._sources: dict[int, ActorLink] = {}  # the hosts of the other replicas, by replica id
+        self._links = ReplicaLinks()
 
     async def update_leadership(self, leadership: Leadership) -> None:
         self.router.update(leadership)
@@ -366,13 +334,8 @@ class PartitionLeaderActor(ChannelHost):
         return await self.leader.load(items)
 
     async def apply_replicas(self, push: ReplicaPush) -> None:
-        node = this_node()
-        links = {replica: ActorLink(handle, node) for replica, handle in push.sources.items()}
-        self._sources.update(links)
-        await self.leader.apply_replicas(push, self._leader_link, self._controller)
-
-    def _leader_link(self, replica: int) -> LeaderLink:
-        return _LeaderLink(self._sources, replica)
+        self._links.learn(push)
+        await self.leader.apply_replicas(push, self._links.leader_link, self._controller)
 
     async def replica_fetch(self, items: list[tuple[TP, ReplicaFetch]], max_wait_ms: int) -> list[ReplicaFetched]:
         return await self.leader.replica_fetch(items, max_wait_ms)
@@ -414,17 +377,3 @@ class PartitionLeaderActor(ChannelHost):
     async def shutdown(self) -> None:
         await self.leader.shutdown()
 
-
-class _LeaderLink:
-    """A follower's way to the host of a leader replica, looked up on each call: the controller's
-    pushes replace a host that died (a new handle under the same replica id)."""
-
-    def __init__(self, sources: dict[int, ActorLink], replica: int) -> None:
-        self.sources = sources
-        self.replica = replica
-
-    async def replica_fetch(self, items: list[tuple[TP, ReplicaFetch]], max_wait_ms: int) -> list[ReplicaFetched]:
-        link = self.sources.get(self.replica)
-        if link is None:
-            raise LookupError(f"no host of replica {self.replica} known yet")
-        return await link.call(Endpoint.REPLICA_FETCH, items, max_wait_ms)
