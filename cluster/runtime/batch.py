@@ -109,7 +109,7 @@ class BatchRunner:
             except LogError as exc:  # LogWriteError, or a log closed under it: the batch is answered either way
                 await self._revert(partition, batch, fired, StorageError(str(exc)))
                 return
-            except NotEnoughReplicas as exc:  # refused before anything was written
+            except (NotEnoughReplicas, NotCoordinator, StorageError) as exc:  # refused before anything was written
                 await self._revert(partition, batch, fired, exc)
                 return
             partition.records_since_compaction += len(entries)
@@ -125,7 +125,8 @@ class BatchRunner:
                 return
         _respond(partition, answered, completions)
         if partition.records_since_compaction >= self.compaction_records:
-            await self.disk.compact(partition, self.clock.now_ms(), partition.committed)
+            partition.records_since_compaction = 0
+            await self.writer.compact(partition, self.clock.now_ms())
 
     def _settled(self, partition: Partition) -> bool:
         committed = self.writer.committed(partition)
@@ -174,7 +175,7 @@ class BatchRunner:
             set_exception(pending.future, exc)
         partition.timers.retry(fired, self.clock.now_ms())
         if partition.log is not None and partition.log.failed:
-            await self.disk.reopen(partition)
+            await self.writer.recover(partition)
 
 
 def _fail(partition: Partition, answered: list[tuple[Pending, Any]], completions: list[tuple[RequestToken, Any]],

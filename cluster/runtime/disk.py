@@ -113,7 +113,6 @@ class LogDisk:
 
     async def compact(self, partition: Partition, now_ms: int, below: int) -> None:
         """Compact below `below`, the committed offset (PartitionLog.compact says why)."""
-        partition.records_since_compaction = 0
         try:
             report = await self.run(partition.log.compact, now_ms, below)
             log.info("compacted %s: %s", partition.tp, report)

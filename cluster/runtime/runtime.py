@@ -74,7 +74,6 @@ class CoordinatorRuntime:
         clock: Any = None,
         wakeups: Wakeups | None = None,
         log_opener: LogOpener | None = None,
-        writer: PartitionWriter | None = None,
     ) -> None:
         self.codec = codec
         self.shard_factory = shard_factory
@@ -83,12 +82,17 @@ class CoordinatorRuntime:
         self.clock = clock or SystemClock()
         self.wakeups = wakeups or LoopWakeups(self.clock)
         self.disk = LogDisk(codec, executor, config.data_dir, config.log_config, log_opener, config.shared_sync)
-        self.writer = writer or LocalWriter(self.disk)
+        self.writer: PartitionWriter = LocalWriter(self.disk)
         self.batches = BatchRunner(
             self.disk, self.writer, self.clock, self.wakeups, config.compaction_records, config.write_timeout_ms
         )
         self.partitions: dict[TopicPartition, Partition] = {}
         self._next_token = 0
+
+    def use_writer(self, writer: PartitionWriter) -> None:
+        """Where batches go from now on (before the first load): a replica host's writer, which
+        keeps this runtime's local writer for the partitions kept in one copy."""
+        self.writer = self.batches.writer = writer
 
     # -- leadership ------------------------------------------------------------------------
 
@@ -133,13 +137,14 @@ class CoordinatorRuntime:
 
     async def _load(self, partition: Partition) -> None:
         """Open the log, replay it into a new shard, then serve; `on_loaded` runs first."""
-        partition_log = await self.disk.open(partition.tp)
+        partition_log = await self.writer.open(partition.tp)
         if partition_log.recovery.truncated:
             log.warning("%s: %s", partition.tp, partition_log.recovery.reason)
         shard = self.shard_factory(partition.tp, self.clock)
         await self.disk.replay(partition_log, shard)
         if partition.status is PartitionStatus.CLOSED:  # unloaded while loading
-            await self.disk.run(partition_log.close)
+            partition.log = partition_log
+            await self.writer.close(partition)
             return
         partition.log, partition.shard, partition.snapshot = partition_log, shard, snapshot_of(shard)
         # A new leader serves what its log holds, its uncommitted tail too (Kafka's loader reads to
@@ -166,8 +171,15 @@ class CoordinatorRuntime:
         self._fail_all(partition, NotCoordinator(f"{tp} moved away"))
         partition.commit_advanced.set()  # a batch waiting for its commit answers NOT_COORDINATOR
         await partition.queue.idle()
-        if partition.log is not None:
-            await self.disk.run(partition.log.close)
+        await self.writer.close(partition)
+
+    def raise_epoch(self, tp: TopicPartition, epoch: int) -> None:
+        """Still the leader, at the controller's newer leader epoch: requests routed with it are
+        served, those with the old one are fenced (Kafka's scheduleLoadOperation on an active
+        partition). Nothing is reloaded."""
+        partition = self.partitions.get(tp)
+        if partition is not None and epoch > partition.epoch:
+            partition.epoch = epoch
 
     def committed(self, tp: TopicPartition) -> None:
         """The writer's high-watermark listener: tp's committed offset may have moved, so the

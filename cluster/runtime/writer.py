@@ -12,21 +12,38 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from cluster.log import PartitionLog
 from cluster.runtime.disk import LogDisk
-from cluster.runtime.partition import Partition
+from cluster.runtime.partition import Partition, TopicPartition
 
 
 class PartitionWriter(Protocol):
+    async def open(self, tp: TopicPartition) -> PartitionLog:
+        """The partition's log, to replay and then append to (a load)."""
+        ...
+
+    async def close(self, partition: Partition) -> None:
+        """The partition is no longer served here (an unload)."""
+        ...
+
     async def append(self, partition: Partition, batches: list[bytearray]) -> int:
         """Append to partition.log at partition.epoch; the log's end offset after it.
 
-        Raises NotEnoughReplicas when it refuses before writing anything, and what
-        PartitionLog.append raises (a LogError) when the write failed."""
+        Raises NotEnoughReplicas or NotCoordinator when it refuses before writing anything, and
+        what PartitionLog.append raises (a LogError) when the write failed."""
         ...
 
     def committed(self, partition: Partition) -> int | None:
         """The offset below which the partition's log is committed; None once this replica no
         longer leads it (its uncommitted tail may be truncated)."""
+        ...
+
+    async def compact(self, partition: Partition, now_ms: int) -> None:
+        """Compact the log below its committed offset (PartitionLog.compact says why)."""
+        ...
+
+    async def recover(self, partition: Partition) -> None:
+        """After a failed append: make partition.log match the reverted state again."""
         ...
 
 
@@ -36,9 +53,22 @@ class LocalWriter:
     def __init__(self, disk: LogDisk) -> None:
         self.disk = disk
 
+    async def open(self, tp: TopicPartition) -> PartitionLog:
+        return await self.disk.open(tp)
+
+    async def close(self, partition: Partition) -> None:
+        if partition.log is not None:
+            await self.disk.run(partition.log.close)
+
     async def append(self, partition: Partition, batches: list[bytearray]) -> int:
         await self.disk.append(partition.log, batches, partition.epoch)
         return partition.log.end_offset
 
     def committed(self, partition: Partition) -> int | None:
         return partition.log.end_offset
+
+    async def compact(self, partition: Partition, now_ms: int) -> None:
+        await self.disk.compact(partition, now_ms, partition.committed)
+
+    async def recover(self, partition: Partition) -> None:
+        await self.disk.reopen(partition)

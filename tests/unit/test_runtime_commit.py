@@ -17,6 +17,7 @@ from cluster.runtime import (
     CoordinatorRuntime,
     ManualWakeups,
     NotCoordinator,
+    LocalWriter,
     NotEnoughReplicas,
     RuntimeConfig,
     WriteTimeout,
@@ -28,11 +29,12 @@ from tests.unit.test_runtime import CODEC, TP, CounterShard
 TIMEOUT_MS = 500  # below CounterShard's expiry (1,000 ms), so that no expiry runs meanwhile
 
 
-class HeldWriter:
+class HeldWriter(LocalWriter):
     """Appends to the partition's own log, as the local writer does, but commits only up to the
     offset the test releases; it can refuse appends (too few in-sync replicas) and lose the lead."""
 
-    def __init__(self) -> None:
+    def __init__(self, disk) -> None:
+        super().__init__(disk)
         self.high_watermark = 0
         self.leading = True
         self.refuse = False
@@ -41,15 +43,15 @@ class HeldWriter:
     async def append(self, partition: Partition, batches: list[bytearray]) -> int:
         if self.refuse:
             raise NotEnoughReplicas("in-sync replicas 1, min.insync.replicas 2")
-        await asyncio.get_running_loop().run_in_executor(None, partition.log.append, batches, partition.epoch)
+        end = await super().append(partition, batches)
         self.appends += 1
-        return partition.log.end_offset
+        return end
 
     def committed(self, partition: Partition) -> int | None:
         return self.high_watermark if self.leading else None
 
 
-def make(tmp_path, writer: HeldWriter | None = None) -> tuple[CoordinatorRuntime, ManualWakeups]:
+def make(tmp_path, held: bool = False) -> tuple[CoordinatorRuntime, ManualWakeups, HeldWriter | None]:
     clock = ManualClock(1_000_000)
     wakeups = ManualWakeups(clock)
     runtime = CoordinatorRuntime(
@@ -60,9 +62,12 @@ def make(tmp_path, writer: HeldWriter | None = None) -> tuple[CoordinatorRuntime
         executor=ThreadPoolExecutor(2),
         clock=clock,
         wakeups=wakeups,
-        writer=writer,
     )
-    return runtime, wakeups
+    writer = None
+    if held:
+        writer = HeldWriter(runtime.disk)
+        runtime.use_writer(writer)
+    return runtime, wakeups, writer
 
 
 async def until(condition, what: str) -> None:
@@ -92,8 +97,7 @@ def run(main) -> None:
 
 def test_a_write_is_answered_only_once_the_high_watermark_passes_it(tmp_path):
     async def main():
-        writer = HeldWriter()
-        rt, _ = make(tmp_path, writer)
+        rt, _, writer = make(tmp_path, held=True)
         await rt.load(TP, 1)
         first = incr(rt, "a")
         await until(lambda: writer.appends == 1, "the append")
@@ -121,8 +125,7 @@ def test_a_timed_out_write_keeps_its_state_and_a_read_behind_it_waits_for_its_co
     COORDINATOR_NOT_AVAILABLE), but its records stay in the log and its state in memory; an
     operation that writes nothing waits for the pending writes before it is answered."""
     async def main():
-        writer = HeldWriter()
-        rt, wakeups = make(tmp_path, writer)
+        rt, wakeups, writer = make(tmp_path, held=True)
         await rt.load(TP, 1)
         write = incr(rt, "a")
         await until(lambda: writer.appends == 1, "the append")
@@ -145,8 +148,7 @@ def test_a_timed_out_write_keeps_its_state_and_a_read_behind_it_waits_for_its_co
 
 def test_a_parked_request_is_released_only_with_the_commit_of_the_batch_that_releases_it(tmp_path):
     async def main():
-        writer = HeldWriter()
-        rt, _ = make(tmp_path, writer)
+        rt, _, writer = make(tmp_path, held=True)
         await rt.load(TP, 1)
         waiter = asyncio.ensure_future(rt.write(TP, None, lambda t: rt.shard(TP).wait_for("x", t)))
         await until(lambda: rt.partitions[TP].parked, "the request parked")  # its record is transient
@@ -170,8 +172,7 @@ def test_a_parked_request_is_released_only_with_the_commit_of_the_batch_that_rel
 
 def test_an_append_refused_for_too_few_in_sync_replicas_reverts_only_its_batch(tmp_path):
     async def main():
-        writer = HeldWriter()
-        rt, _ = make(tmp_path, writer)
+        rt, _, writer = make(tmp_path, held=True)
         await rt.load(TP, 1)
         first = incr(rt, "a")
         await until(lambda: writer.appends == 1, "the append")
@@ -194,8 +195,7 @@ def test_an_append_refused_for_too_few_in_sync_replicas_reverts_only_its_batch(t
 
 def test_an_unload_or_a_lost_leadership_answers_a_waiting_write_not_coordinator(tmp_path):
     async def main():
-        writer = HeldWriter()
-        rt, _ = make(tmp_path, writer)
+        rt, _, writer = make(tmp_path, held=True)
         await rt.load(TP, 1)
         waiting = incr(rt, "a")
         await until(lambda: writer.appends == 1, "the append")
@@ -221,15 +221,14 @@ def test_a_new_leader_loads_its_uncommitted_tail_and_answers_once_it_commits(tmp
     """Kafka's loader replays to the log end; what a follower fetched but never saw committed is
     state the new leader serves, answered once its high watermark reaches the log end."""
     async def main():
-        local, _ = make(tmp_path)
+        local, _, _ = make(tmp_path)
         await local.load(TP, 1)
         for _ in range(3):
             await local.write(TP, 1, lambda t: local.shard(TP).incr("a"))
         await local.close()
 
-        writer = HeldWriter()
+        rt, _, writer = make(tmp_path, held=True)
         writer.high_watermark = 1
-        rt, _ = make(tmp_path, writer)
         loading = asyncio.ensure_future(rt.load(TP, 2))
         await until(lambda: TP in rt.partitions and rt.partitions[TP].shard is not None, "the replay")
         assert (rt.partitions[TP].written, rt.partitions[TP].committed) == (3, 1)
