@@ -140,14 +140,7 @@ class ReplicatedPartition(UserPartition):
         return hw if hw is not None else self.replica.high_watermark
 
     def offset_for(self, timestamp: int) -> tuple[int, int]:
-        offset, ts = super().offset_for(timestamp)
-        if timestamp >= -1 or timestamp == -3:
-            hw = self.high_watermark()
-            if timestamp == -1:
-                return (hw, -1) if hw is not None else (-1, -1)
-            if hw is None or offset >= hw:
-                return -1, -1  # Kafka's fetchOffsetForTimestamp: nothing at or above the high watermark
-        return offset, ts
+        return below_high_watermark(timestamp, super().offset_for(timestamp), self.high_watermark())
 
     async def close(self) -> None:
         self.closed = True
@@ -161,6 +154,18 @@ class ReplicatedPartition(UserPartition):
         for a in waiting.values():
             _resolve(a.future, ProduceOutcome(ErrorCode.not_leader_or_follower, message=_ACK_MESSAGES[ErrorCode.not_leader_or_follower]))
         self._gone.set()
+
+
+def below_high_watermark(timestamp: int, found: tuple[int, int], hw: int | None) -> tuple[int, int]:
+    """A ListOffsets answer from the whole log (UserPartition.offset_for), as consumers may see it:
+    the latest offset is the high watermark, and nothing at or above it is found by time."""
+    offset, ts = found
+    if timestamp >= -1 or timestamp == -3:
+        if timestamp == -1:
+            return (hw, -1) if hw is not None else (-1, -1)
+        if hw is None or offset >= hw:
+            return -1, -1  # Kafka's fetchOffsetForTimestamp: nothing at or above the high watermark
+    return offset, ts
 
 
 _ACK_MESSAGES = {

@@ -10,6 +10,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -24,6 +25,12 @@ from cluster.delayed_fetch import delayed_fetch
 from cluster.log import LogError, coordinator_log_config
 from cluster.metrics.registry import REGISTRY
 from cluster.partition import FetchOutcome, UserPartition, check_client_epoch
+from cluster.replicated_partition import ReplicatedPartition, below_high_watermark
+from cluster.replication.coordinator_writer import ReplicaWriter
+from cluster.replication.host import ReplicaHost
+from cluster.replication.log_replica import LogReplica, ReplicaFetch, ReplicaFetched
+from cluster.replication.manager import ControllerLink, LeaderLink
+from cluster.replication.push import ReplicaPush
 from cluster.runtime import (
     CoordinatorRuntime,
     RUNTIME_ERRORS,
@@ -36,6 +43,23 @@ from cluster.runtime import (
 
 
 log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+
+
+class _ReplicaReads:
+    """A replicated coordinator partition read as a replicated user partition is: below its high
+    watermark (ReplicatedPartition's read and the same bound on ListOffsets)."""
+
+    read = ReplicatedPartition.read
+    high_watermark = ReplicatedPartition.high_watermark
+
+    def __init__(self, replica: LogReplica) -> None:
+        self.replica = replica
+        self.log = replica.log
+
+    def offset_for(self, timestamp: int) -> tuple[int, int]:
+        return below_high_watermark(timestamp, UserPartition.offset_for(self, timestamp), self.high_watermark())
 
 
 class _LogReads:
@@ -112,10 +136,26 @@ class CoordinatorHost:
             wakeups=seams.wakeups,
             log_opener=seams.log_opener,
         )
+        # Replicated internal partitions (issue 25): the replicas kept here, led or followed as the
+        # controller's pushes say; a partition whose replica leads here is loaded from that
+        # replica's log and commits at its high watermark (cluster/replication/coordinator_writer.py).
+        self.replicas = ReplicaHost(name, config, Path(data_dir), coordinator_log_config(config),
+                                    self.runtime.clock, self._on_role, self._on_demote)
+        self.writer = ReplicaWriter(self.replicas, self.runtime.writer, self.runtime.committed)
+        self.runtime.use_writer(self.writer)
+        # What the body does around a load (the group coordinator: the cluster's topics first,
+        # then the share state to initialize), for the controller's loads and a replica's alike.
+        self.before_load: Callable[[], Awaitable[None]] | None = None
+        self.after_load: Callable[[list[tuple[str, int]]], Awaitable[None]] | None = None
+        self._loads: dict[tuple[str, int], asyncio.Task] = {}  # a led replica's load, in the background
 
     async def load(self, items: list[tuple[str, int, int]]) -> list[str]:
         """Load partitions; returns what log recovery cut, one line per partition that needed it."""
+        if self.before_load is not None:
+            await self.before_load()
         reports = await asyncio.gather(*(self._timed_load((topic, p), epoch) for topic, p, epoch in items))
+        if self.after_load is not None:
+            await self.after_load([(t, p) for t, p, _ in items if (t, p) in self.runtime.partitions])
         return [f"{t}-{p}: {r}" for (t, p, _), r in zip(items, reports) if r]
 
     async def _timed_load(self, tp: tuple[str, int], epoch: int) -> str | None:
@@ -126,6 +166,63 @@ class CoordinatorHost:
 
     async def unload(self, items: list[tuple[str, int]]) -> None:
         await asyncio.gather(*(self.runtime.unload(tp) for tp in items))
+
+    # -- replicated internal partitions (issue 25) -------------------------------------------------
+
+    async def apply_replicas(self, push: ReplicaPush, leader_link: Callable[[int], LeaderLink],
+                             controller: ControllerLink) -> None:
+        await self.replicas.apply(push, leader_link, controller)
+
+    async def replica_fetch(self, items: list[tuple[TP, ReplicaFetch]], max_wait_ms: int) -> list[ReplicaFetched]:
+        return await self.replicas.replica_fetch(items, max_wait_ms)
+
+    def _leading_epoch(self, tp: TP) -> int | None:
+        manager = self.replicas.manager
+        replica = manager.replicas.get(tp) if manager is not None else None
+        return replica.leader.leader_epoch if replica is not None and replica.leader is not None else None
+
+    async def _on_role(self, tp: TP) -> None:
+        """A push named tp: serve it from the replica here while that leads (a new leader loads
+        its own log to its end, as Kafka's loader does), stop serving it otherwise."""
+        epoch = self._leading_epoch(tp)
+        current = self.runtime.partitions.get(tp)
+        if epoch is None:
+            if current is not None:
+                await self.runtime.unload(tp)
+            return
+        if current is not None and self.writer.serves_replica(tp):
+            # Still leading (the on_demote hook unloads a replica that stops): the controller's
+            # newer leader epoch, as Kafka's scheduleLoadOperation raises an active one's.
+            self.runtime.raise_epoch(tp, epoch)
+            return
+        if current is not None:
+            await self.runtime.unload(tp)  # it was kept in one copy: from now on the replica's log
+        if tp not in self._loads:
+            task = self._loads[tp] = asyncio.ensure_future(self._load_while_leading(tp))
+            task.add_done_callback(lambda _t, tp=tp: self._loads.pop(tp, None))
+
+    async def _load_while_leading(self, tp: TP) -> None:
+        """In the background: the push that made this replica leader must not wait for a replay
+        (the controller's pushes time out). A failed load is tried again while it still leads."""
+        while (epoch := self._leading_epoch(tp)) is not None:
+            try:
+                if self.before_load is not None:
+                    await self.before_load()
+                await self._timed_load(tp, epoch)
+                if self.after_load is not None and tp in self.runtime.partitions:
+                    await self.after_load([tp])
+                return
+            except Exception:
+                log.exception("%s: loading %s-%s from its replica failed; trying again", self.name, *tp)
+                await asyncio.sleep(1)
+
+    async def _on_demote(self, tp: TP) -> None:
+        """Before the replica here stops leading: nothing may append to (or answer from) a log a
+        follower's truncation may cut; what waits for its commit answers NOT_COORDINATOR."""
+        load = self._loads.pop(tp, None)
+        if load is not None:
+            load.cancel()
+        await self.runtime.unload(tp)
 
     async def execute(self, topic: str, item: CoordinatorItem) -> Any:
         """Run one operation on its partition's shard, in order; runtime failures become error codes.
@@ -191,6 +288,9 @@ class CoordinatorHost:
         fenced = check_client_epoch(client_epoch, partition.epoch)
         if fenced is not None:
             return None, fenced
+        replica = self.writer.replica_served((topic, p))
+        if replica is not None:
+            return _ReplicaReads(replica), ErrorCode.none  # below its high watermark, as consumers read
         return _LogReads(partition.log), ErrorCode.none
 
     def _read_all(self, items: list[FetchItem], max_bytes: int) -> list[FetchOutcome]:
@@ -253,7 +353,10 @@ class CoordinatorHost:
         ]
 
     async def shutdown(self) -> None:
+        for task in list(self._loads.values()):
+            task.cancel()
         await self.runtime.close()
+        await self.replicas.close()
         self.executor.shutdown(wait=True)
 
 
@@ -261,6 +364,20 @@ class CoordinatorActorBody(ChannelHost):
     """What the group and share coordinator actors have in common (their Ray shells subclass it)."""
 
     host: CoordinatorHost
+    # The Ray shells' ways to the other replicas' hosts and to the controller (replicate_through).
+    replica_links: Any = None
+    replica_controller: Any = None
+
+    def replicate_through(self, links: Any, controller: ControllerLink) -> None:
+        self.replica_links, self.replica_controller = links, controller
+
+    async def apply_replicas(self, push: ReplicaPush) -> None:
+        """The controller's registrations of the internal partitions' replicas kept here."""
+        self.replica_links.learn(push)
+        await self.host.apply_replicas(push, self.replica_links.leader_link, self.replica_controller)
+
+    async def replica_fetch(self, items: list[tuple[TP, ReplicaFetch]], max_wait_ms: int) -> list[ReplicaFetched]:
+        return await self.host.replica_fetch(items, max_wait_ms)
 
     async def ping(self) -> bool:
         return True

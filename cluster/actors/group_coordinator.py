@@ -32,6 +32,8 @@ from cluster.actors.common import node_storage, setup_process
 from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorHost, Seams
 from cluster.calls import CoordinatorItem, CoordinatorOp, Failed, ParkedItem, pack, unpack
 from cluster.calls.kinds import ActorKind
+from cluster.clients.controller import ControllerClient
+from cluster.clients.replica_links import ReplicaLinks
 from cluster.config import Config
 from cluster.group_configs import coordinator_group_configs
 from cluster.leadership import Leadership, empty_leadership
@@ -88,6 +90,10 @@ class GroupCoordinator(CoordinatorActorBody):
         self.router = Router(controller, empty_leadership())
         persister = Persister(self.router, config["share.coordinator.state.topic.num.partitions"])
         self.share_state = ShareGroupState(self.host.runtime, persister)
+        # Around every load, the controller's and a led replica's: the topics before, the share
+        # state to initialize after (ShareGroupState.update_topics).
+        self.host.before_load = self._topics_first
+        self.host.after_load = self.share_state.update_topics
         self.rebalances = RebalanceWatch()
         self.channels = AnswerChannels()
         # Names outlive actors (a restarted coordinator keeps its name): a gateway tells this
@@ -112,15 +118,12 @@ class GroupCoordinator(CoordinatorActorBody):
             self._group_configs_seen = {g: dict(c) for g, c in overrides.items()}
             self.group_configs.update(coordinator_group_configs(self.config, overrides))
 
-    async def load(self, items: list[tuple[str, int, int]]) -> list[str]:
+    async def _topics_first(self) -> None:
+        """Before a load (the host's before_load): with no map pushed yet (a coordinator started
+        moments ago) its shards would start without the cluster's topics. Pulled first, as a
+        broker has its metadata image before it becomes a coordinator."""
         if self.share_state.image is None and self.router.controller.handle is not None:
-            # No map pushed yet (a coordinator started moments ago): its shards would start
-            # without the cluster's topics. Pulled first, as a broker has its metadata image
-            # before it becomes a coordinator.
             await self.update_leadership(await self.router.refresh())
-        report = await self.host.load(items)
-        await self.share_state.update_topics([(t, p) for t, p, _ in items if (t, p) in self.host.runtime.partitions])
-        return report
 
     async def execute(self, packed: bytes | list[CoordinatorItem]) -> bytes | list[Any]:
         """Run a batch of operations that answer at once; the batch and its answers cross packed
@@ -209,3 +212,4 @@ class GroupCoordinatorActor(GroupCoordinator):
         root, directory = node_storage(data_dir)
         super().__init__(name, config, str(root), controller)
         self.host.directory_id = directory
+        self.replicate_through(ReplicaLinks(), ControllerClient(controller))

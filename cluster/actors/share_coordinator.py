@@ -22,6 +22,8 @@ from cluster.actors.common import node_storage, setup_process
 from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorHost, Seams
 from cluster.calls import CoordinatorItem
 from cluster.calls.kinds import ActorKind
+from cluster.clients.controller import ControllerClient
+from cluster.clients.replica_links import ReplicaLinks
 from cluster.config import Config
 from cluster.metadata import SHARE_GROUP_STATE
 
@@ -49,3 +51,4 @@ class ShareCoordinatorActor(ShareCoordinator):
         root, directory = node_storage(data_dir)
         super().__init__(name, config, str(root), controller)
         self.host.directory_id = directory
+        self.replicate_through(ReplicaLinks(), ControllerClient(controller))

@@ -5,7 +5,8 @@ A partition leader serves user topics from the replicas it leads (cluster/actors
 partition_leader.py); the coordinators will serve their internal topics the same way
 (docs/scale-out.md, "The plan for replicated coordinators", step 4). Each says through `on_role`
 what a partition's registration means for what it serves: called after every push for every
-partition the push named, once the replica is what its registration says.
+partition the push named, once the replica is what its registration says; `on_demote` before a
+replica leading here stops leading, so that nothing serves from a log a truncation may cut.
 """
 
 from __future__ import annotations
@@ -41,13 +42,14 @@ def fetcher_config(config: Config) -> FetcherConfig:
 
 class ReplicaHost:
     def __init__(self, name: str, config: Config, data_dir: Path, log_config: LogConfig, clock: Any,
-                 on_role: RoleChanged) -> None:
+                 on_role: RoleChanged, on_demote: RoleChanged | None = None) -> None:
         self.name = name
         self.config = config
         self.data_dir = Path(data_dir)
         self.log_config = log_config
         self.clock = clock
         self.on_role = on_role
+        self.on_demote = on_demote  # ReplicaManager.on_demote
         self.manager: ReplicaManager | None = None  # from the controller's first push
         self._pushes = asyncio.Lock()
 
@@ -62,7 +64,7 @@ class ReplicaHost:
             if self.manager is None:
                 self.manager = ReplicaManager(
                     push.replica_id, push.incarnation, self.data_dir, self.log_config, replication_config(self.config),
-                    self.clock, leader_link, controller, fetcher_config(self.config),
+                    self.clock, leader_link, controller, fetcher_config(self.config), self.on_demote,
                 )
             elif (self.manager.replica_id, self.manager.incarnation) != (push.replica_id, push.incarnation):
                 raise ValueError(f"{self.name} keeps replica {self.manager.replica_id} (incarnation "

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +85,7 @@ class ReplicaManager:
         leader_link: Callable[[int], LeaderLink],
         controller: ControllerLink,
         fetcher: FetcherConfig = FetcherConfig(),
+        on_demote: Callable[[TP], Awaitable[None]] | None = None,
     ) -> None:
         self.replica_id = replica_id
         self.incarnation = incarnation
@@ -95,6 +96,9 @@ class ReplicaManager:
         self.leader_link = leader_link
         self.controller = controller
         self.fetcher = fetcher
+        # Awaited before a replica leading here stops leading (a follower's truncation may follow,
+        # or its removal): what serves from the log stops first, as a coordinator must.
+        self.on_demote = on_demote
         # One thread: every replica call runs on it, one at a time (the module docstring).
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"replicas-{replica_id}")
         self.replicas: dict[TP, LogReplica] = {}
@@ -145,6 +149,9 @@ class ReplicaManager:
             await self._remove(tp)
             return
         replica = self.replicas.get(tp)
+        if replica is not None and replica.leads and registration.leader != self.replica_id \
+                and registration.partition_epoch > replica.partition_epoch and self.on_demote is not None:
+            await self.on_demote(tp)
         if replica is None:
             path = self.data_dir / f"{tp[0]}-{tp[1]}"
             if topic_id is not None:
@@ -160,6 +167,8 @@ class ReplicaManager:
     async def _remove(self, tp: TP) -> None:
         """Left the assignment (a completed reassignment): Kafka's StopReplica with deletion."""
         self._topic_ids.pop(tp, None)
+        if self.on_demote is not None and (held := self.replicas.get(tp)) is not None and held.leads:
+            await self.on_demote(tp)
         replica = self.replicas.pop(tp, None)
         task = self._alters.pop(tp, None)
         if task is not None:
@@ -394,6 +403,12 @@ class ReplicaManager:
                 error = ErrorCode.kafka_storage_error
             errors += error is not ErrorCode.none
         return errors
+
+    async def compact(self, tp: TP, now_ms: int) -> None:
+        """Compact a leader's log below its high watermark, on the I/O thread (beside appends)."""
+        replica = self.replicas.get(tp)
+        if replica is not None and replica.leads:
+            await self._io(lambda: replica.log.compact(now_ms, replica.high_watermark))
 
     def changed(self, tp: TP) -> asyncio.Event | None:
         """The event set the next time `tp` changes here (its high watermark, its role, its log);
