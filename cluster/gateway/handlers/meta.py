@@ -178,7 +178,13 @@ def coordinator_for(gw: GatewayContext, key_type: int, key: str) -> dict[str, An
     if (topic, partition) not in leadership.leaders or not leadership.gateways:
         return _no_coordinator(key, ErrorCode.coordinator_not_available, "coordinator is moving")
     node_id = leader_broker(leadership, topic, partition)
-    gateway = next(g for g in leadership.gateways if g.node_id == node_id)
+    gateway = next((g for g in leadership.gateways if g.node_id == node_id), None)
+    if gateway is None:
+        # A replicated partition whose leader's node has no gateway listed yet (starting, or
+        # gone): any gateway serves any coordinator, so the spread one is named, as for a
+        # partition kept in one copy.
+        spread = leadership.broker_for(partition)
+        gateway = next(g for g in leadership.gateways if g.node_id == spread)
     return {
         "key": key,
         "node_id": gateway.node_id,
