@@ -152,9 +152,9 @@ class RayActorPool:
             ActorKind.SHARE_COORDINATOR: ShareCoordinatorActor,
             ActorKind.PARTITION_LEADER: PartitionLeaderActor,
         }[kind]
-        args: tuple[Any, ...] = (name, self.config, str(self.data_dir))
-        if kind in LEADERSHIP_FOLLOWERS:
-            args += (self._controller(),)
+        # Every kind gets the controller: the leadership followers pull the map from it, and each
+        # kind hosts replicas whose leaders send it their ISR changes (AlterPartition).
+        args: tuple[Any, ...] = (name, self.config, str(self.data_dir), self._controller())
         return cls.options(name=name, namespace=self.namespace, scheduling_strategy=strategy, **ACTOR_OPTIONS).remote(*args)
 
     def spawn_gateway(self, name: str, node_id: int, host: str, port: int) -> Any:
