@@ -133,7 +133,12 @@ SETTINGS: dict[str, Setting] = {
         Setting("delete.topic.enable", True, Bool(), "allow DeleteTopics"),
         # replication (issue 25): where nodes keep logs in data directories of their own. A factor
         # is at most the number of such directories: 3 gives 3 where there are three, 1 on one node.
-        # (offsets.topic.replication.factor and its share-state twin come with replicated coordinators.)
+        Setting("offsets.topic.replication.factor", 3, Int(1),
+                "replicas of each __consumer_offsets partition, at most one per data directory whose "
+                "node runs a group coordinator; 1 keeps them in one copy in the controller's directory"),
+        Setting("share.coordinator.state.topic.replication.factor", 3, Int(1),
+                "replicas of each __share_group_state partition, at most one per data directory whose "
+                "node runs a share coordinator; 1 keeps them in one copy in the controller's directory"),
         Setting("default.replication.factor", 3, Int(1),
                 "replicas of a topic created with replication factor -1 (auto-created ones too), "
                 "at most one per data directory"),

@@ -71,8 +71,8 @@ KAFKA_BROKER_SETTINGS = frozenset("""
     metadata.max.retention.ms metric.reporters metrics.num.samples metrics.recording.level
     metrics.sample.window.ms min.cleanable.dirty.ratio min.compaction.lag.ms min.insync.replicas
     node.id num.io.threads num.network.threads num.recovery.threads.per.data.dir
-    num.replica.alter.log.dirs.threads num.replica.fetchers offsets.commit.timeout.ms
-    offsets.load.buffer.size offsets.topic.compression.codec offsets.topic.replication.factor
+    num.replica.alter.log.dirs.threads num.replica.fetchers
+    offsets.load.buffer.size offsets.topic.compression.codec
     offsets.topic.segment.bytes password.encoder.cipher.algorithm password.encoder.iterations
     password.encoder.key.length password.encoder.keyfactory.algorithm password.encoder.old.secret
     password.encoder.secret principal.builder.class process.roles
@@ -91,9 +91,9 @@ KAFKA_BROKER_SETTINGS = frozenset("""
     security.providers segment.bytes segment.index.bytes segment.jitter.ms segment.ms
     server.max.startup.time.ms share.coordinator.append.linger.ms share.coordinator.load.buffer.size
     share.coordinator.state.topic.compression.codec share.coordinator.state.topic.min.isr
-    share.coordinator.state.topic.prune.interval.ms share.coordinator.state.topic.replication.factor
+    share.coordinator.state.topic.prune.interval.ms
     share.coordinator.state.topic.segment.bytes share.coordinator.threads
-    share.coordinator.write.timeout.ms share.fetch.max.fetch.records
+    share.fetch.max.fetch.records
     share.fetch.purgatory.purge.interval.requests share.heartbeat.interval.ms
     share.record.lock.duration.ms share.session.timeout.ms socket.listen.backlog.size
     socket.receive.buffer.bytes socket.send.buffer.bytes ssl.allow.dn.changes ssl.allow.san.changes

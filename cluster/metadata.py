@@ -534,6 +534,27 @@ class ClusterMetadata:
             records.append(_registration_record(topic, partition, registration))
         return Result(records=records)
 
+    def adopt_partitions(self, adopted: dict[tuple[str, int], PartitionRegistration]) -> Result[None]:
+        """Register partitions kept in one copy until now (the internal topics of a cluster that
+        started with one data directory, or before the coordinators kept replicas): from here on
+        they are replicated. Each leader epoch must be above every one the partition was led at,
+        so that the batches already in its log stay below the new leader's epoch."""
+        records: list[Record] = []
+        for (topic, partition), registration in adopted.items():
+            tp = (topic, partition)
+            if tp in self.registrations:
+                raise ValueError(f"{topic}-{partition} is registered already")
+            if tp not in self.leader_epochs:
+                raise ValueError(f"{topic}-{partition} does not exist")
+            if registration.leader_epoch <= self.leader_epochs[tp]:
+                raise ValueError(f"{topic}-{partition}: leader epoch {registration.leader_epoch} is not above "
+                                 f"{self.leader_epochs[tp]}, the partition's last")
+            problem = _malformed(registration)
+            if problem:
+                raise ValueError(f"{topic}-{partition}: {registration}: {problem}")
+            records.append(_registration_record(topic, partition, registration))
+        return Result(records=records)
+
     def register_directory(self, directory_id: uuid.UUID) -> Result[int]:
         """The replica id of the data directory `directory_id`: the one it was given before, else
         the next id never given (one past the largest; a wiped directory comes back as a new

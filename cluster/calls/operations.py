@@ -136,6 +136,7 @@ class Endpoint(_PickledByName):
     SHARE_EVICT = (ActorKind.PARTITION_LEADER, "share_evict", False, False)
     # A follower host's fetch from the host of its partitions' leader replicas (issue 25): one
     # call carries every partition it follows from there, a long poll (cluster/replication/).
+    # The coordinators have it too, for their internal topics' replicas (the kind names one).
     REPLICA_FETCH = (ActorKind.PARTITION_LEADER, "replica_fetch", False, False)
 
     def __init__(self, kind: ActorKind, method: str, batched: bool, packed: bool) -> None:

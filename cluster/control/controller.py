@@ -87,7 +87,7 @@ class Controller:
         self.events: list[dict[str, Any]] = []
         self.reconciler = Reconciler(
             self.pool, config, self._meta, self._bump_epochs, self._event, clock, self._register_directory,
-            self._change_registrations,
+            self._change_registrations, self._adopt_registrations,
         )
         self._loop_task: asyncio.Task | None = None
 
@@ -158,9 +158,9 @@ class Controller:
                 )
 
     async def _ensure_internal_topics(self) -> bool:
-        """Create the internal topics on the first start, in one copy: the coordinators do not
-        keep replicas yet (issue 25), so their partitions are placed and moved as before
-        replication, and `raygroups up` refuses nodes with data directories of their own."""
+        """Create the internal topics on the first start, in one copy in the controller's data
+        directory (the other nodes' coordinators are not up yet): the keeper adopts them into
+        replication once enough data directories have a coordinator (ReplicaKeeper._adopt)."""
         created = False
         for name, partitions in self._internal_topics().items():
             if name in self._meta().topics:
@@ -193,6 +193,9 @@ class Controller:
 
     async def _change_registrations(self, changes: dict[tuple[str, int], PartitionRegistration]) -> None:
         await self.metadata.write(METADATA_TP, None, lambda _t: self._meta().change_partitions(changes))
+
+    async def _adopt_registrations(self, adopted: dict[tuple[str, int], PartitionRegistration]) -> None:
+        await self.metadata.write(METADATA_TP, None, lambda _t: self._meta().adopt_partitions(adopted))
 
     async def _register_directory(self, directory: uuid.UUID) -> int:
         return await self.metadata.write(METADATA_TP, None, lambda _t: self._meta().register_directory(directory))

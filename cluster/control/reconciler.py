@@ -87,6 +87,7 @@ class Reconciler:
         clock: Callable[[], float] = time.monotonic,
         register_directory: Callable[[uuid.UUID], Awaitable[int]] | None = None,
         change_registrations: Callable[[dict[TP, PartitionRegistration]], Awaitable[None]] | None = None,
+        adopt_registrations: Callable[[dict[TP, PartitionRegistration]], Awaitable[None]] | None = None,
     ) -> None:
         self.pool = pool
         self.config = config
@@ -133,6 +134,12 @@ class Reconciler:
             replace_after_s=config["raygroups.replica.replace.after.ms"] / 1000
             if config["raygroups.replica.replace.after.ms"] >= 0 else None,
             balance_moves=config["raygroups.replica.balance.max.moves"],
+            adopt=adopt_registrations,
+            internal_factors={
+                ActorKind.GROUP_COORDINATOR: config["offsets.topic.replication.factor"],
+                ActorKind.SHARE_COORDINATOR: config["share.coordinator.state.topic.replication.factor"],
+            },
+            min_insync=config["min.insync.replicas"],
         )
         self._sessions: asyncio.Task | None = None
 

@@ -67,12 +67,14 @@ from cluster.replication.registration import (
     reconcile,
     restarted,
 )
-from cluster.replication.placement import balance_moves, replacements
+from cluster.replication.placement import assign_replicas, balance_moves, replacements
 
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
 HOST_KINDS = (ActorKind.GROUP_COORDINATOR, ActorKind.SHARE_COORDINATOR, ActorKind.PARTITION_LEADER)
+# Internal partitions adopted into replication per pass (_adopt): the rest keep serving meanwhile.
+ADOPT_PER_PASS = 10
 UNREACHABLE_BROKER_BASE = 1_000_000  # + replica id: the broker id of a replica whose node has no gateway
 ONE_COPY = "the partition keeps one copy (one data directory, or a shared one): there is no replica to move"
 _REASSIGN_ERRORS = {
@@ -87,11 +89,14 @@ class KeeperHost(Protocol):
     pool: Any
     actors: dict[str, ActorEntry]
     leaders: dict[TP, str]
+    failed_loads: dict[TP, Any]
     changes: LeadershipChanges
     _lost_with_node: set[str]
 
     def event(self, kind: str, detail: str) -> None: ...
     async def publish(self) -> None: ...
+    def wake(self) -> None: ...
+    def _home(self) -> int | None: ...
 
 
 def choose_hosts(current: dict[tuple[int, ActorKind], str], actors: list[ActorEntry]) -> dict[tuple[int, ActorKind], str]:
@@ -120,10 +125,18 @@ class ReplicaKeeper:
         preferred_every_s: float | None = 300.0,
         replace_after_s: float | None = None,
         balance_moves: int = 0,
+        adopt: Callable[[dict[TP, PartitionRegistration]], Awaitable[None]] | None = None,
+        internal_factors: dict[ActorKind, int] | None = None,
+        min_insync: int = 2,
     ) -> None:
         self.host = host
         self.meta = meta
         self.change = change  # durable: the metadata write of changed registrations
+        # Durable too: the first registrations of partitions kept in one copy so far (_adopt), and
+        # the replication factor the internal topics of each coordinator kind are adopted at.
+        self.adopt = adopt
+        self.internal_factors = internal_factors or {}
+        self.min_insync = min_insync  # min.insync.replicas
         self.hosts: dict[tuple[int, ActorKind], str] = {}
         # Per partition, the incarnation of each replica's host its registration last saw alive.
         self.seen: dict[TP, dict[int, int]] = {}
@@ -294,6 +307,9 @@ class ReplicaKeeper:
             if preferred:
                 self.preferred_at = now + self.preferred_every_s
             changes.update(self._replace_gone(now, {**registrations, **changes}))
+            # Copies an internal topic's factor asks for first: they also fill a joining node, and
+            # balancing waits for every move to complete.
+            changes.update(self._grow({**registrations, **changes}, set(changes)))
             changes.update(self._balance({**registrations, **changes}))
             if changes:
                 await self.change(changes)
@@ -303,9 +319,10 @@ class ReplicaKeeper:
             # Only once durable: a pass whose write failed sees the same difference next time.
             self.seen = seen
             self.answers = {tp: a for tp, a in self.answers.items() if tp in registrations}
+            adopted = await self._adopt()
         # The hosts first: a gateway routed by the new map finds its leader already leading.
         await self.push()
-        await self._lead(changed=bool(changes), began=began, preferred=preferred)
+        await self._lead(changed=bool(changes) or adopted, began=began, preferred=preferred)
 
     async def _lead(self, changed: bool = False, began: float | None = None, preferred: bool = False) -> None:
         """The leadership map's registered partitions: the host of each one's leader replica, at
@@ -422,8 +439,9 @@ class ReplicaKeeper:
             return {}
         # Its timer has fired: later passes (a node joining brings some) still try, none is woken for it.
         self.replaced |= gone
-        live = {e.replica_id for e in self.host.actors.values()
-                if e.ready and e.replica_id is not None and e.kind is ActorKind.PARTITION_LEADER}
+        live_of = {kind: {r for (r, k), name in self.hosts.items()
+                          if k is kind and name not in self.fenced and self.host.actors[name].ready}
+                   for kind in HOST_KINDS}
         out: dict[TP, PartitionRegistration] = {}
         for tp, reg in registrations.items():
             if set(reg.adding) & gone:
@@ -437,9 +455,14 @@ class ReplicaKeeper:
                                         f"{self.replace_after_s:g} s, cancelled")
             return out
         affected = {tp: reg for tp, reg in registrations.items() if not reg.reassigning and set(reg.replicas) & gone}
-        if not affected or not live:
+        if not affected:
             return {}
-        targets = replacements({tp: reg.replicas for tp, reg in registrations.items()}, gone, live)
+        # Per kind: a partition's copy goes to a directory with a live host of the kind that keeps it.
+        targets: dict[TP, tuple[int, ...]] = {}
+        for kind, live in live_of.items():
+            mine = {tp: reg.replicas for tp, reg in registrations.items() if kind_for_topic(tp[0]) is kind}
+            if mine and live:
+                targets.update(replacements(mine, gone, live))
         for tp, reg in affected.items():
             target = targets.get(tp)
             if target is None or len(target) < len(reg.target_replicas) or set(target) == set(reg.replicas):
@@ -451,6 +474,121 @@ class ReplicaKeeper:
             self.host.event("reassign", f"{len(out)} partitions copied from replicas {sorted(gone)}, gone for "
                                         f"{self.replace_after_s:g} s, to live data directories")
         return out
+
+    async def _adopt(self) -> bool:
+        """Internal partitions kept in one copy (created while one data directory had a
+        coordinator, as on a first start before the other nodes' actors are up) become replicated
+        once enough directories have a host of their kind: each is unloaded from its one leader,
+        then registered in one metadata write at a leader epoch above every one it had, leading
+        in its directory (its log is there), and reassigned at once to its full replica set
+        (KIP-455: the new copies fetch from it, join the ISR, then the move completes). Until a
+        copy is in sync, the ISR is below min.insync.replicas and its writes are refused
+        (COORDINATOR_NOT_AVAILABLE, as during a Kafka reassignment). ADOPT_PER_PASS partitions a
+        pass, the next pass woken at once: the rest keep serving meanwhile. True if any was."""
+        if self.adopt is None:
+            return False
+        meta, home = self.meta(), self.host._home()
+        if home is None or home < 0:
+            return False
+        adopted: dict[TP, PartitionRegistration] = {}
+        for kind in sorted(self.internal_factors, key=lambda k: k.value):
+            live = sorted(self._coordinator_directories(kind))
+            factor = self._internal_factor(kind, len(live))
+            if factor < 2 or home not in live:
+                continue
+            candidates = sorted(
+                tp for tp in meta.leader_epochs
+                if tp not in meta.registrations and kind_for_topic(tp[0]) is kind
+                and tp[0] in meta.topics and meta.topics[tp[0]].internal
+            )
+            existing = {tp: reg.replicas for tp, reg in meta.registrations.items() if kind_for_topic(tp[0]) is kind}
+            for tp in candidates[:ADOPT_PER_PASS - len(adopted)]:
+                if not await self._release(tp):
+                    continue
+                home_host = self.host.actors[self.hosts[(home, kind)]]
+                start = PartitionRegistration((home,), (home,), home, meta.leader_epochs[tp] + 1, 0)
+                target = assign_replicas([tp], tuple(live), factor, existing)[tp]
+                existing[tp] = target
+                moving, error = reassign(start, target, {home: home_host.serial})
+                adopted[tp] = moving if error is ErrorCode.none else start
+        if not adopted:
+            return False
+        await self.adopt(adopted)
+        for tp in adopted:
+            # Its one replica seen alive as it was registered: not taken for one that restarted.
+            self.seen[tp] = {home: self.host.actors[self.hosts[(home, kind_for_topic(tp[0]))]].serial}
+        self.host.event("reassign", f"{len(adopted)} internal partitions kept in one copy now replicated "
+                                    f"(their copies catch up from data directory {home})")
+        if len(adopted) >= ADOPT_PER_PASS:
+            self.host.wake()
+        return True
+
+    def _grow(self, registrations: dict[TP, PartitionRegistration], changing: set[TP]) -> dict[TP, PartitionRegistration]:
+        """Internal partitions with fewer replicas than their factor asks (adopted, or replaced,
+        while fewer data directories had a coordinator of their kind) get the missing copies by
+        reassignment once more directories do: `offsets.topic.replication.factor` (and its share
+        twin) stays what the cluster keeps wherever it can, as the issue's defaults ask. Only
+        whole partitions (every replica alive and in the ISR), ADOPT_PER_PASS a pass."""
+        out: dict[TP, PartitionRegistration] = {}
+        for kind in sorted(self.internal_factors, key=lambda k: k.value):
+            live = self._coordinator_directories(kind)
+            wanted = self._internal_factor(kind, len(live))
+            mine = {tp: reg for tp, reg in registrations.items()
+                    if kind_for_topic(tp[0]) is kind and self.meta().topics.get(tp[0]) is not None
+                    and self.meta().topics[tp[0]].internal}
+            load = {r: sum(r in reg.replicas for reg in mine.values()) for r in live}
+            for tp, reg in sorted(mine.items()):
+                if len(out) >= ADOPT_PER_PASS:
+                    return out
+                if tp in changing or reg.reassigning or len(reg.replicas) >= wanted:
+                    continue
+                alive = self.alive(tp, reg)
+                if set(alive) != set(reg.replicas) or set(reg.isr) != set(reg.replicas):
+                    continue  # degraded: waited for, or replaced, first
+                spare = sorted(live - set(reg.replicas), key=lambda r: (load[r], r))
+                target = (*reg.replicas, *spare[:wanted - len(reg.replicas)])
+                grown, error = reassign(reg, target, alive)
+                if error is ErrorCode.none and grown != reg:
+                    out[tp] = grown
+                    for r in target[len(reg.replicas):]:
+                        load[r] += 1
+        if out:
+            self.host.event("reassign", f"{len(out)} internal partitions given the copies their replication "
+                                        f"factor asks, now that enough data directories have coordinators")
+        return out
+
+    def _coordinator_directories(self, kind: ActorKind) -> set[int]:
+        return {r for (r, k), name in self.hosts.items()
+                if k is kind and name not in self.fenced and self.host.actors[name].ready}
+
+    def _internal_factor(self, kind: ActorKind, directories: int) -> int:
+        """The replicas an internal partition of `kind` is kept in with `directories` data
+        directories that have a coordinator of its kind: its factor, capped at them; but 1 (one
+        copy, in the controller's directory) where the capped factor would stop every group at
+        the loss of any one node, that is no more than min.insync.replicas (two nodes with the
+        defaults: factor 2, min.insync.replicas 2), unless the factor is the one asked for. With
+        the controller's node a single point of failure anyway (its metadata), replicating there
+        would only add a second."""
+        factor = self.internal_factors.get(kind, 1)
+        capped = min(factor, directories)
+        if capped < 2 or (capped < factor and capped <= self.min_insync):
+            return 1
+        return capped
+
+    async def _release(self, tp: TP) -> bool:
+        """Unload `tp` from the actor leading its one copy (so that its log is closed before the
+        replica host opens it); False if that actor lives but did not let go (tried next pass)."""
+        name = self.host.leaders.get(tp)
+        entry = self.host.actors.get(name) if name is not None else None
+        if entry is not None and entry.alive:
+            try:
+                await self.host.pool.unload(entry.handle, [tp])
+            except Exception:  # noqa: BLE001 - the next pass tries again
+                log.warning("%s did not unload %s-%s for its adoption", name, *tp, exc_info=True)
+                return False
+        self.host.leaders.pop(tp, None)
+        self.host.failed_loads.pop(tp, None)
+        return True
 
     def _joined(self, new_hosts: set[tuple[int, ActorKind]]) -> None:
         """A host that came up for a data directory holding no replica of its kind is a node that

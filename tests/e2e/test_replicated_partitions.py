@@ -11,8 +11,10 @@ answers again, catches up and is back in the ISR. A node that joins with an empt
 lost node back with its disk wiped: a new replica) gets the lost replica's copies by reassignment,
 and the partitions have three in-sync replicas again. Then an operator moves a copy to that node
 with AlterPartitionReassignments, as kafka-reassign-partitions.sh does, and a fourth node joins
-and is given copies until the copies per node are even. The internal topics keep
-one copy in the controller's node's directory until the coordinators keep replicas.
+and is given copies until the copies per node are even. The internal topics, made in one copy
+in the head's directory at the start, are adopted into replication as the other nodes'
+coordinators come up: by the end every partition of both has three in-sync replicas, and a group
+commits and reads back its offsets.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 from ray.cluster_utils import Cluster
@@ -235,7 +238,9 @@ def test_an_operator_moves_a_replica_to_another_node_with_alter_partition_reassi
         response = client.call(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 1, body)
         assert response.error_code == ErrorCode.none
         assert response.responses[0].partitions[0].error_code == ErrorCode.none, response
-        wait_for(lambda: client.call(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {"timeout": 5000, "topics": None}).topics == (),
+        # This topic's move (the internal topics' copies may be moving too, as the node joined).
+        mine = {"timeout": 5000, "topics": [{"name": topic, "partition_indexes": [0]}]}
+        wait_for(lambda: client.call(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, mine).topics == (),
                  120, "the move to complete", raygroups, topic)
     wait_for(lambda: (lambda d: sorted(d[0][1]) == sorted(target) and sorted(d[0][2]) == sorted(target))(
         described(head(raygroups), topic)), 60, "the new assignment in Metadata, all in sync", raygroups, topic)
@@ -270,3 +275,37 @@ def test_a_node_that_joins_gets_copies_of_existing_partitions(nodes, raygroups, 
     assert any("even out" in m for m in events)
     read = confluent_consume_all(head(raygroups), "replicated", PARTITIONS, 600, timeout=90)
     assert len(read) == len({(r.partition, r.offset) for r in read}) == 600
+
+
+def test_the_coordinators_topics_are_replicated_and_a_group_commits_through_them(nodes, raygroups):
+    """After every change above (a node lost, a paused host, a wiped node back, an operator's move,
+    a node joining), each partition of __consumer_offsets and __share_group_state has three
+    in-sync replicas, and offsets committed by a group are read back by the next member."""
+    def whole() -> bool:
+        for topic in ("__consumer_offsets", "__share_group_state"):
+            partitions = described(head(raygroups), topic)
+            if not partitions or any(len(r) != 3 or sorted(r) != sorted(i) for _, r, i in partitions.values()):
+                return False
+        return True
+
+    wait_for(whole, 240, "the internal topics in three in-sync copies", raygroups, "__consumer_offsets")
+    first = Consumer({"bootstrap.servers": head(raygroups), "group.id": "replicated-offsets",
+                      "enable.auto.commit": False})
+    try:
+        wanted = [TopicPartition("replicated", p, 100 + p) for p in range(PARTITIONS)]
+
+        def committed() -> bool:
+            try:
+                return all(tp.error is None for tp in first.commit(offsets=wanted, asynchronous=False))
+            except KafkaException:
+                return False  # a coordinator still loading or moving: the client is told to retry
+
+        wait_for(committed, 60, "a commit accepted")
+    finally:
+        first.close()
+    second = Consumer({"bootstrap.servers": head(raygroups), "group.id": "replicated-offsets"})
+    try:
+        committed = second.committed([TopicPartition("replicated", p) for p in range(PARTITIONS)], timeout=30)
+        assert [(tp.partition, tp.offset) for tp in committed] == [(p, 100 + p) for p in range(PARTITIONS)]
+    finally:
+        second.close()

@@ -21,8 +21,12 @@ def test_the_stock_file_loads_with_warnings_only():
     ignored = [w for w in user.warnings if w.startswith("Kafka broker settings")]
     assert len(ignored) == 1
     for name in ("process.roles", "node.id", "controller.quorum.voters", "log.retention.hours",
-                 "offsets.topic.replication.factor", "num.network.threads"):
+                 "num.network.threads"):
         assert name in ignored[0]
+    # What applies is taken: the stock file's one broker keeps its internal topics in one copy.
+    assert user.config["offsets.topic.replication.factor"] == 1
+    assert user.config["share.coordinator.state.topic.replication.factor"] == 1
+    assert "offsets.topic.replication.factor" not in ignored[0]
     assert any("CONTROLLER://:9093 ignored" in w for w in user.warnings)
     assert all("\n" not in w for w in user.warnings)
 

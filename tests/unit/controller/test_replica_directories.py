@@ -44,10 +44,16 @@ class StoragePool(NodePool):
         return actor
 
 
+# The tests of user topics keep the internal ones in one copy (their adoption into replication
+# has tests of its own below), so that what they count and move is only what they made.
+ONE_COPY_INTERNAL = {"offsets.topic.replication.factor": 1, "share.coordinator.state.topic.replication.factor": 1}
+
+
 def run(test, data_dir: Path, pool: StoragePool, clock: Any = time.monotonic, **settings) -> None:
     """Start a controller over `pool` (and `clock`, where the test moves time), run `test(controller)`."""
     async def main() -> None:
-        controller = Controller(Config({**SMALL, **settings}), data_dir, "127.0.0.1", 0, "test", pool=pool, clock=clock)
+        config = Config({**SMALL, **ONE_COPY_INTERNAL, **settings})
+        controller = Controller(config, data_dir, "127.0.0.1", 0, "test", pool=pool, clock=clock)
         await controller.start()
         try:
             await test(controller)
@@ -134,7 +140,7 @@ def test_a_cluster_of_three_data_directories_registers_every_partition_with_its_
         assert outcomes[2].error_code == ErrorCode.invalid_replication_factor
         grown = await controller.create_partitions("two", 3)
         assert (grown.error_code, grown.replication_factor) == (ErrorCode.none, 2)
-        # User topics as asked; the internal ones in one copy until the coordinators keep replicas.
+        # User topics as asked; the internal ones in one copy (ONE_COPY_INTERNAL).
         assert factors(controller) == {"auto": {3}, "two": {2}}
         assert CONSUMER_OFFSETS in controller._meta().topics and SHARE_GROUP_STATE in controller._meta().topics
         regs = controller._meta().registrations
@@ -313,8 +319,8 @@ def test_a_host_taken_over_at_once_on_its_node_is_still_a_restart(tmp_path):
 
 
 def test_partitions_in_one_copy_stay_in_the_controllers_data_directory(tmp_path):
-    """Where nodes keep their own directories, what has no replicas (the internal topics, for now)
-    is led only by actors of the controller's node: a move to another node would leave its log
+    """Where nodes keep their own directories, what has no replicas (here the internal topics,
+    kept in one copy by ONE_COPY_INTERNAL) is led only by actors of the controller's node: a move to another node would leave its log
     behind on a disk the new leader cannot read."""
     directories = {n: uuid.uuid4() for n in "abc"}
     pool = StoragePool(list("abc"), directories)
@@ -597,3 +603,138 @@ def test_a_move_to_a_node_that_is_lost_for_good_is_cancelled_and_a_new_node_is_b
         assert keeper.balance_wanted  # one with none: a node that joined
 
     run(test, tmp_path, pool, clock, **{"raygroups.replica.balance.max.moves": 2})
+
+
+# -- the internal topics adopted into replication -------------------------------------------------
+
+REPLICATED_INTERNAL = {"offsets.topic.replication.factor": 3, "share.coordinator.state.topic.replication.factor": 3}
+
+
+def internal_partitions(controller) -> list[tuple[str, int]]:
+    return sorted(tp for tp in controller._meta().leader_epochs if tp[0] in (CONSUMER_OFFSETS, SHARE_GROUP_STATE))
+
+
+async def adopt_all(controller) -> None:
+    for _ in range(3):  # ADOPT_PER_PASS a pass; SMALL has 5 internal partitions
+        async with controller.reconciler.lock:
+            await controller.reconciler.replicas.step()
+
+
+def test_internal_partitions_in_one_copy_are_adopted_into_replication_from_the_controllers_directory(tmp_path):
+    """The internal topics are made on the first start in the controller's directory, in one copy.
+    With coordinators on three data directories each partition is unloaded from its one leader,
+    registered leading there (its log is there) at an epoch above every one it had, and
+    reassigned at once to three replicas: the others fetch its log, then the move completes."""
+    directories = {n: uuid.uuid4() for n in "abc"}
+    pool = StoragePool(list("abc"), directories)
+
+    async def test(controller):
+        await settle(controller)
+        await adopt_all(controller)
+        meta = controller._meta()
+        home = min(replica_of(controller)["a"])
+        everyone = {min(ids) for ids in replica_of(controller).values()}
+        internal = internal_partitions(controller)
+        assert len(internal) == 5 and all(tp in meta.registrations for tp in internal)
+        for tp in internal:
+            reg = meta.registrations[tp]
+            assert (reg.leader, reg.isr, reg.leader_epoch) == (home, (home,), meta.leader_epochs[tp] + 1)
+            assert set(reg.replicas) == everyone and set(reg.adding) == everyone - {home}
+            # No actor serves the one copy any more: its host in the directory does, as a replica.
+            assert not any(tp in actor.loaded for actor in pool.spawned)
+        check_led_by_leader_hosts(controller, pool)
+        # The copies catch up and join: each move completes, three in-sync replicas.
+        for tp in internal:
+            reg = controller._meta().registrations[tp]
+            kind = kind_for_topic(tp[0])
+            serials = tuple(controller.actors[hosted(controller)[(r, kind)]].serial for r in reg.replicas)
+            error, done = await controller.alter_partition(
+                tp, AlterPartition(reg.leader, reg.leader_epoch, reg.partition_epoch, reg.replicas, serials, 1))
+            assert error == ErrorCode.none and not done.reassigning and set(done.isr) == everyone
+        await controller.reconciler.replicas.idle()
+        await settle(controller)
+        check_led_by_leader_hosts(controller, pool)
+        assert "reassign" in [e["kind"] for e in controller.status()["events"]]
+
+    run(test, tmp_path, pool, **REPLICATED_INTERNAL)
+
+
+def test_internal_partitions_are_adopted_once_three_directories_have_coordinators_and_not_at_factor_one(tmp_path):
+    """A head started alone keeps its internal topics in one copy. With a second directory they
+    stay so: two copies with min.insync.replicas 2 would stop every group at either node's loss.
+    A third brings the adoption, at three copies. At offsets.topic.replication.factor 1 the
+    consumer offsets stay in one copy all along."""
+    directories = {n: uuid.uuid4() for n in "abc"}
+    pool = StoragePool(["a"], directories)
+
+    async def join(node: str) -> None:
+        pool.alive_nodes.append(node)
+        controller.reconciler.membership.polled_at = -1e9
+        await settle(controller)
+        await adopt_all(controller)
+
+    async def test(c):
+        nonlocal controller
+        controller = c
+        await settle(controller)
+        await adopt_all(controller)
+        assert not controller._meta().registrations  # one directory: nothing to replicate to
+        await join("b")
+        assert not controller._meta().registrations
+        await join("c")
+        regs = controller._meta().registrations
+        internal = internal_partitions(controller)
+        assert {tp for tp in internal if tp in regs} == {tp for tp in internal if tp[0] == SHARE_GROUP_STATE}
+        assert all(len(regs[tp].replicas) == 3 for tp in regs)
+        single = {tp: name for tp, name in controller.leaders.items() if tp not in regs}
+        assert set(single) == {tp for tp in internal if tp[0] == CONSUMER_OFFSETS}
+        assert {controller.actors[name].node_id for name in single.values()} == {"a"}
+
+    controller = None
+    run(test, tmp_path, pool, **{"offsets.topic.replication.factor": 1,
+                                 "share.coordinator.state.topic.replication.factor": 3})
+
+
+async def join_all(controller) -> None:
+    """Each moving internal partition's leader takes its new copies into the ISR: the moves complete."""
+    for tp, reg in controller._meta().registrations.items():
+        if not reg.reassigning:
+            continue
+        kind = kind_for_topic(tp[0])
+        serials = tuple(controller.actors[hosted(controller)[(r, kind)]].serial for r in reg.replicas)
+        # A new request each time (its sequence): the same one again is answered as a retry.
+        error, done = await controller.alter_partition(
+            tp, AlterPartition(reg.leader, reg.leader_epoch, reg.partition_epoch, reg.replicas, serials,
+                               reg.partition_epoch))
+        assert error == ErrorCode.none and not done.reassigning
+    await controller.reconciler.replicas.idle()
+
+
+def test_internal_partitions_adopted_below_their_factor_get_the_missing_copies_when_a_directory_joins(tmp_path):
+    """Adopted with two directories (min.insync.replicas 1), the share state has two copies; a
+    third node's coordinators bring it to three (share.coordinator.state.topic.replication.factor 3) by reassignment."""
+    directories = {n: uuid.uuid4() for n in "abc"}
+    pool = StoragePool(["a", "b"], directories)
+
+    async def test(controller):
+        await settle(controller)
+        await adopt_all(controller)
+        await join_all(controller)
+        regs = controller._meta().registrations
+        assert regs and all(len(reg.replicas) == 2 and not reg.reassigning for reg in regs.values())
+        pool.alive_nodes.append("c")
+        controller.reconciler.membership.polled_at = -1e9
+        await settle(controller)
+        await adopt_all(controller)
+        new = min(replica_of(controller)["c"])
+        regs = controller._meta().registrations
+        assert all(reg.adding == (new,) and len(reg.replicas) == 3 for reg in regs.values())
+        await join_all(controller)
+        regs = controller._meta().registrations
+        assert all(len(reg.replicas) == len(reg.isr) == 3 for reg in regs.values())
+        check_led_by_leader_hosts(controller, pool)
+
+    # min.insync.replicas 1: two copies keep a group going through one node's loss, so two
+    # directories are enough to adopt at two.
+    run(test, tmp_path, pool, **{"offsets.topic.replication.factor": 1, "min.insync.replicas": 1,
+                                 "share.coordinator.state.topic.replication.factor": 3})
