@@ -291,7 +291,7 @@ class Reconciler:
         """Where nodes keep their logs in data directories of their own, the one directory (replica
         id) the partitions kept in one copy live in: the controller's own node's. They move only
         between actors of that directory, so no move leaves a log behind on another disk (the
-        internal topics until the coordinators keep replicas, and any topic created while the
+        internal topics until they are adopted into replication, and any topic created while the
         cluster had one directory). -1 while the controller's node has no actor up yet (nothing
         can be placed then); None where there is one directory (anywhere will do)."""
         # The directories the metadata knows, not those with live actors now: while a node's
