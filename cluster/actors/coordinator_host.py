@@ -185,36 +185,47 @@ class CoordinatorHost:
         """A push named tp: serve it from the replica here while that leads (a new leader loads
         its own log to its end, as Kafka's loader does), stop serving it otherwise."""
         epoch = self._leading_epoch(tp)
-        current = self.runtime.partitions.get(tp)
         if epoch is None:
-            if current is not None:
+            load = self._loads.pop(tp, None)
+            if load is not None:
+                load.cancel()
+            if tp in self.runtime.partitions:
                 await self.runtime.unload(tp)
             return
-        if current is not None and self.writer.serves_replica(tp):
+        if tp in self._loads:
+            return  # the load under way takes the newest epoch when it is done
+        current = self.runtime.partitions.get(tp)
+        if current is not None and current.source is not None:
             # Still leading (the on_demote hook unloads a replica that stops): the controller's
             # newer leader epoch, as Kafka's scheduleLoadOperation raises an active one's.
             self.runtime.raise_epoch(tp, epoch)
             return
         if current is not None:
             await self.runtime.unload(tp)  # it was kept in one copy: from now on the replica's log
-        if tp not in self._loads:
-            task = self._loads[tp] = asyncio.ensure_future(self._load_while_leading(tp))
-            task.add_done_callback(lambda _t, tp=tp: self._loads.pop(tp, None))
+        task = self._loads[tp] = asyncio.ensure_future(self._load_while_leading(tp))
+        task.add_done_callback(lambda t, tp=tp: self._loads.pop(tp, None) if self._loads.get(tp) is t else None)
 
     async def _load_while_leading(self, tp: TP) -> None:
         """In the background: the push that made this replica leader must not wait for a replay
         (the controller's pushes time out). A failed load is tried again while it still leads."""
-        while (epoch := self._leading_epoch(tp)) is not None:
-            try:
-                if self.before_load is not None:
-                    await self.before_load()
-                await self._timed_load(tp, epoch)
-                if self.after_load is not None and tp in self.runtime.partitions:
-                    await self.after_load([tp])
+        while True:
+            if self.before_load is not None:
+                await self.before_load()
+            epoch = self._leading_epoch(tp)  # read after any wait: a push may have raised it
+            if epoch is None:
                 return
+            try:
+                await self._timed_load(tp, epoch)
             except Exception:
                 log.exception("%s: loading %s-%s from its replica failed; trying again", self.name, *tp)
                 await asyncio.sleep(1)
+                continue
+            latest = self._leading_epoch(tp)
+            if latest is not None:
+                self.runtime.raise_epoch(tp, latest)  # a push during the load raised it
+            if self.after_load is not None and tp in self.runtime.partitions:
+                await self.after_load([tp])
+            return
 
     async def _on_demote(self, tp: TP) -> None:
         """Before the replica here stops leading: nothing may append to (or answer from) a log a
@@ -288,9 +299,8 @@ class CoordinatorHost:
         fenced = check_client_epoch(client_epoch, partition.epoch)
         if fenced is not None:
             return None, fenced
-        replica = self.writer.replica_served((topic, p))
-        if replica is not None:
-            return _ReplicaReads(replica), ErrorCode.none  # below its high watermark, as consumers read
+        if partition.source is not None:  # below its high watermark, as consumers read
+            return _ReplicaReads(partition.source.replica), ErrorCode.none
         return _LogReads(partition.log), ErrorCode.none
 
     def _read_all(self, items: list[FetchItem], max_bytes: int) -> list[FetchOutcome]:

@@ -73,8 +73,10 @@ log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
 HOST_KINDS = (ActorKind.GROUP_COORDINATOR, ActorKind.SHARE_COORDINATOR, ActorKind.PARTITION_LEADER)
-# Internal partitions adopted into replication per pass (_adopt): the rest keep serving meanwhile.
+# Internal partitions adopted into replication per pass (_adopt): the rest keep serving meanwhile,
+# and the next ones wait until these have a copy in sync.
 ADOPT_PER_PASS = 10
+RELEASE_TIMEOUT_S = 10.0  # the unload of a partition's one copy before its adoption
 UNREACHABLE_BROKER_BASE = 1_000_000  # + replica id: the broker id of a replica whose node has no gateway
 ONE_COPY = "the partition keeps one copy (one data directory, or a shared one): there is no replica to move"
 _REASSIGN_ERRORS = {
@@ -95,7 +97,6 @@ class KeeperHost(Protocol):
 
     def event(self, kind: str, detail: str) -> None: ...
     async def publish(self) -> None: ...
-    def wake(self) -> None: ...
     def _home(self) -> int | None: ...
 
 
@@ -484,7 +485,8 @@ class ReplicaKeeper:
         (KIP-455: the new copies fetch from it, join the ISR, then the move completes). Until a
         copy is in sync, the ISR is below min.insync.replicas and its writes are refused
         (COORDINATOR_NOT_AVAILABLE, as during a Kafka reassignment). ADOPT_PER_PASS partitions a
-        pass, the next pass woken at once: the rest keep serving meanwhile. True if any was."""
+        pass, the next ones once these have a copy in sync: the rest keep serving meanwhile, and
+        at most ADOPT_PER_PASS refuse writes at a time. True if any was adopted."""
         if self.adopt is None:
             return False
         meta, home = self.meta(), self.host._home()
@@ -496,6 +498,9 @@ class ReplicaKeeper:
             factor = self._internal_factor(kind, len(live))
             if factor < 2 or home not in live:
                 continue
+            if any(kind_for_topic(tp[0]) is kind and meta.topics.get(tp[0]) is not None and meta.topics[tp[0]].internal
+                   and reg.reassigning and len(reg.isr) < self.min_insync for tp, reg in meta.registrations.items()):
+                continue  # the partitions adopted last refuse writes until a copy is in sync: those first
             candidates = sorted(
                 tp for tp in meta.leader_epochs
                 if tp not in meta.registrations and kind_for_topic(tp[0]) is kind
@@ -519,8 +524,6 @@ class ReplicaKeeper:
             self.seen[tp] = {home: self.host.actors[self.hosts[(home, kind_for_topic(tp[0]))]].serial}
         self.host.event("reassign", f"{len(adopted)} internal partitions kept in one copy now replicated "
                                     f"(their copies catch up from data directory {home})")
-        if len(adopted) >= ADOPT_PER_PASS:
-            self.host.wake()
         return True
 
     def _grow(self, registrations: dict[TP, PartitionRegistration], changing: set[TP]) -> dict[TP, PartitionRegistration]:
@@ -581,8 +584,11 @@ class ReplicaKeeper:
         name = self.host.leaders.get(tp)
         entry = self.host.actors.get(name) if name is not None else None
         if entry is not None and entry.alive:
+            if name in self.fenced:
+                return False  # paused: it might serve the copy again once it runs
             try:
-                await self.host.pool.unload(entry.handle, [tp])
+                # Bounded: the keeper's lock is held, and AlterPartition waits for it.
+                await asyncio.wait_for(self.host.pool.unload(entry.handle, [tp]), RELEASE_TIMEOUT_S)
             except Exception:  # noqa: BLE001 - the next pass tries again
                 log.warning("%s did not unload %s-%s for its adoption", name, *tp, exc_info=True)
                 return False

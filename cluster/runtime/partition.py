@@ -65,6 +65,9 @@ class Partition:
     written: int = 0
     committed: int = 0
     commit_advanced: asyncio.Event = field(default_factory=asyncio.Event)  # set when committed may have moved
+    # What the writer keeps for this partition from its open to its close (a replicated log's
+    # replica, writer.py); None for a log of its own.
+    source: Any = None
 
     def move_to(self, target: PartitionStatus) -> None:
         self.status.validate_transition(target)

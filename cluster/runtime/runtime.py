@@ -129,6 +129,10 @@ class CoordinatorRuntime:
             if self.partitions.get(partition.tp) is partition:
                 del self.partitions[partition.tp]
                 partition.move_to(PartitionStatus.CLOSED)
+            try:
+                await self._close_log(partition)
+            except Exception:  # noqa: BLE001 - the load's own failure is what is raised
+                log.exception("%s: closing the log of a failed load failed", partition.tp)
             raise
         finally:
             partition.loading = None
@@ -137,16 +141,15 @@ class CoordinatorRuntime:
 
     async def _load(self, partition: Partition) -> None:
         """Open the log, replay it into a new shard, then serve; `on_loaded` runs first."""
-        partition_log = await self.writer.open(partition.tp)
+        partition.log = partition_log = await self.writer.open(partition)
         if partition_log.recovery.truncated:
             log.warning("%s: %s", partition.tp, partition_log.recovery.reason)
         shard = self.shard_factory(partition.tp, self.clock)
         await self.disk.replay(partition_log, shard)
-        if partition.status is PartitionStatus.CLOSED:  # unloaded while loading
-            partition.log = partition_log
-            await self.writer.close(partition)
+        if partition.status is PartitionStatus.CLOSED:  # unloaded while loading: its unload waits for this
+            await self._close_log(partition)
             return
-        partition.log, partition.shard, partition.snapshot = partition_log, shard, snapshot_of(shard)
+        partition.shard, partition.snapshot = shard, snapshot_of(shard)
         # A new leader serves what its log holds, its uncommitted tail too (Kafka's loader reads to
         # the log end); answers wait until that tail is committed.
         partition.written = partition_log.end_offset
@@ -171,7 +174,17 @@ class CoordinatorRuntime:
         self._fail_all(partition, NotCoordinator(f"{tp} moved away"))
         partition.commit_advanced.set()  # a batch waiting for its commit answers NOT_COORDINATOR
         await partition.queue.idle()
-        await self.writer.close(partition)
+        if partition.loading is not None:
+            # A replay under way reads the log to its end: an unload returns once it has stopped,
+            # so that a follower's truncation never cuts under it.
+            await asyncio.wait([partition.loading])
+        await self._close_log(partition)
+
+    async def _close_log(self, partition: Partition) -> None:
+        """Once: the writer's close of what its open gave (a failed load, an unload, or both)."""
+        if partition.log is not None:
+            await self.writer.close(partition)
+            partition.log = None
 
     def raise_epoch(self, tp: TopicPartition, epoch: int) -> None:
         """Still the leader, at the controller's newer leader epoch: requests routed with it are

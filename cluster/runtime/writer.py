@@ -14,16 +14,17 @@ from typing import Protocol
 
 from cluster.log import PartitionLog
 from cluster.runtime.disk import LogDisk
-from cluster.runtime.partition import Partition, TopicPartition
+from cluster.runtime.partition import Partition
 
 
 class PartitionWriter(Protocol):
-    async def open(self, tp: TopicPartition) -> PartitionLog:
-        """The partition's log, to replay and then append to (a load)."""
+    async def open(self, partition: Partition) -> PartitionLog:
+        """The partition's log, to replay and then append to (a load); what the writer keeps for
+        it until its close goes in `partition.source`."""
         ...
 
     async def close(self, partition: Partition) -> None:
-        """The partition is no longer served here (an unload)."""
+        """The partition is no longer served here (an unload, or a load that failed)."""
         ...
 
     async def append(self, partition: Partition, batches: list[bytearray]) -> int:
@@ -53,8 +54,8 @@ class LocalWriter:
     def __init__(self, disk: LogDisk) -> None:
         self.disk = disk
 
-    async def open(self, tp: TopicPartition) -> PartitionLog:
-        return await self.disk.open(tp)
+    async def open(self, partition: Partition) -> PartitionLog:
+        return await self.disk.open(partition.tp)
 
     async def close(self, partition: Partition) -> None:
         if partition.log is not None:

@@ -738,3 +738,31 @@ def test_internal_partitions_adopted_below_their_factor_get_the_missing_copies_w
     # directories are enough to adopt at two.
     run(test, tmp_path, pool, **{"offsets.topic.replication.factor": 1, "min.insync.replicas": 1,
                                  "share.coordinator.state.topic.replication.factor": 3})
+
+
+def test_adoption_goes_on_only_once_the_partitions_adopted_last_have_a_copy_in_sync(tmp_path, monkeypatch):
+    """An adopted partition refuses writes until a copy is in sync (its ISR is below
+    min.insync.replicas): the next ones wait for that, so that few refuse writes at a time."""
+    monkeypatch.setattr("cluster.control.replica_keeper.ADOPT_PER_PASS", 2)
+    directories = {n: uuid.uuid4() for n in "abc"}
+    pool = StoragePool(list("abc"), directories)
+
+    def adopted(controller) -> dict[str, int]:
+        regs = controller._meta().registrations
+        return {topic: sum(tp in regs for tp in internal_partitions(controller) if tp[0] == topic)
+                for topic in (CONSUMER_OFFSETS, SHARE_GROUP_STATE)}
+
+    async def test(controller):
+        await settle(controller)
+        first = adopted(controller)
+        assert all(0 < n <= 2 for n in first.values())  # each kind's first two
+        await adopt_all(controller)
+        assert adopted(controller) == first  # waiting for their copies
+        await join_all(controller)
+        await adopt_all(controller)
+        then = adopted(controller)
+        assert all(first[t] < then[t] <= first[t] + 2 or then[t] == len(
+            [tp for tp in internal_partitions(controller) if tp[0] == t]) for t in then)
+        assert sum(then.values()) > sum(first.values())
+
+    run(test, tmp_path, pool, **REPLICATED_INTERNAL)

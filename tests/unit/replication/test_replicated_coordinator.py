@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 from types import SimpleNamespace
 
 from kio.schema.errors import ErrorCode
@@ -53,14 +54,15 @@ GET = SimpleNamespace(run=lambda shard, name, token: shard.get(name))
 class World(ControllerSide):
     """Coordinator hosts, pushed as the controller's keeper pushes (ReplicaPush)."""
 
-    def __init__(self, tmp_path, replicas=(0, 1, 2), **settings) -> None:
+    def __init__(self, tmp_path, replicas=(0, 1, 2), shard=None, **settings) -> None:
         super().__init__(replicas)
         self.tmp_path = tmp_path
         self.config = Config({**SETTINGS, **settings})
+        self.shard = shard or Counters
 
     async def start(self, replica: int) -> CoordinatorHost:
         self.incarnations[replica] = self.incarnations.get(replica, 0) + 1
-        host = CoordinatorHost(f"group-coordinator-{replica}", ActorKind.GROUP_COORDINATOR, CODEC, Counters,
+        host = CoordinatorHost(f"group-coordinator-{replica}", ActorKind.GROUP_COORDINATOR, CODEC, self.shard,
                                self.config, self.tmp_path / str(replica))
         self.hosts[replica] = host
         await self.push_to(replica)
@@ -211,3 +213,49 @@ def test_a_leader_demoted_under_a_waiting_write_answers_not_coordinator_and_unlo
         assert TP not in leader.runtime.partitions
 
     run(World(tmp_path), test)
+
+
+class GatedCounters(Counters):
+    """Counters whose replay waits for the test's gate while `held` (a long load, held mid-way)."""
+
+    gate = threading.Event()
+    held = False
+
+    def replay(self, record) -> None:
+        if GatedCounters.held:
+            GatedCounters.gate.wait(10)
+        super().replay(record)
+
+
+def test_a_leader_demoted_mid_load_stops_its_replay_first_and_keeps_its_replicas_log_open(tmp_path):
+    """A demotion during a new leader's replay: the unload waits for the replay to stop (a
+    follower's truncation must not cut under it) and leaves the log open, the replica's, which
+    goes on following: the next leader's writes reach it."""
+    async def test(w: World):
+        for r in (0, 1, 2):
+            await w.start(r)
+        leader = await w.serving()
+        for n in range(1, 4):
+            assert await call(leader, INCR, w.epoch) == n
+        GatedCounters.gate.clear()
+        GatedCounters.held = True
+        await w.stop(w.registration.leader)
+        loading = w.leader()
+        await until(lambda: TP in loading.runtime.partitions)  # its replay has begun, and waits
+        demoted_id = w.registration.leader
+        other = next(r for r in w.registration.isr if r != demoted_id)
+        await w.register(dataclasses.replace(w.registration, leader=other, leader_epoch=w.epoch + 1,
+                                             partition_epoch=w.registration.partition_epoch + 1))
+        await asyncio.sleep(0.05)
+        # The demotion waits for the replay: the replica here still leads (on_demote first).
+        assert loading.replicas.manager.replicas[TP].leads
+        GatedCounters.held = False
+        GatedCounters.gate.set()
+        await until(lambda: TP not in loading.runtime.partitions)
+        successor = await w.serving()
+        assert await call(successor, GET, w.epoch) == 3
+        assert await call(successor, INCR, w.epoch) == 4  # in sync: the demoted copy fetched it
+        replica = loading.replicas.manager.replicas[TP]
+        assert not replica.log._closed and replica.log.end_offset == 4
+
+    run(World(tmp_path, shard=GatedCounters), test)
