@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from cluster.replication.push import ReplicaPush
 from cluster.replication.registration import PartitionRegistration, answer_alter_partition, reconcile
 
 TP = ("orders", 0)
@@ -71,3 +72,30 @@ class ControllerSide:
 
     async def close_host(self, host: Any) -> None:
         raise NotImplementedError
+
+
+class PushedHosts(ControllerSide):
+    """Hosts of replicas (partition leaders, coordinators) started by `make_host` and pushed the
+    one partition's registration as the controller's keeper pushes it (ReplicaPush)."""
+
+    def make_host(self, replica: int) -> Any:
+        raise NotImplementedError
+
+    async def start(self, replica: int) -> Any:
+        self.incarnations[replica] = self.incarnations.get(replica, 0) + 1
+        host = self.hosts[replica] = self.make_host(replica)
+        await self.push_to(replica)
+        return host
+
+    async def push_to(self, replica: int) -> None:
+        host = self.hosts.get(replica)
+        if host is not None:
+            push = ReplicaPush(replica, self.incarnations[replica], {TP: self.registration}, {})
+            await host.apply_replicas(push, lambda source: Link(self, source), self)
+
+    async def close_host(self, host: Any) -> None:
+        await host.shutdown()
+
+    @property
+    def epoch(self) -> int:
+        return self.registration.leader_epoch

@@ -20,10 +20,9 @@ from cluster.actors.coordinator_host import CoordinatorHost
 from cluster.calls import CoordinatorItem, Failed
 from cluster.calls.kinds import ActorKind
 from cluster.config import Config
-from cluster.replication.push import ReplicaPush
 from cluster.replication.registration import reconcile
 from cluster.runtime import PartitionStatus
-from tests.unit.replication.controller_side import TP, ControllerSide, Link
+from tests.unit.replication.controller_side import TP, PushedHosts
 from tests.unit.replication.test_manager import until
 from tests.unit.test_runtime import CODEC, CounterShard
 
@@ -51,7 +50,7 @@ INCR = SimpleNamespace(run=lambda shard, name, token: shard.incr(name))
 GET = SimpleNamespace(run=lambda shard, name, token: shard.get(name))
 
 
-class World(ControllerSide):
+class World(PushedHosts):
     """Coordinator hosts, pushed as the controller's keeper pushes (ReplicaPush)."""
 
     def __init__(self, tmp_path, replicas=(0, 1, 2), shard=None, **settings) -> None:
@@ -60,26 +59,9 @@ class World(ControllerSide):
         self.config = Config({**SETTINGS, **settings})
         self.shard = shard or Counters
 
-    async def start(self, replica: int) -> CoordinatorHost:
-        self.incarnations[replica] = self.incarnations.get(replica, 0) + 1
-        host = CoordinatorHost(f"group-coordinator-{replica}", ActorKind.GROUP_COORDINATOR, CODEC, self.shard,
+    def make_host(self, replica: int) -> CoordinatorHost:
+        return CoordinatorHost(f"group-coordinator-{replica}", ActorKind.GROUP_COORDINATOR, CODEC, self.shard,
                                self.config, self.tmp_path / str(replica))
-        self.hosts[replica] = host
-        await self.push_to(replica)
-        return host
-
-    async def push_to(self, replica: int) -> None:
-        host = self.hosts.get(replica)
-        if host is not None:
-            push = ReplicaPush(replica, self.incarnations[replica], {TP: self.registration}, {})
-            await host.apply_replicas(push, lambda source: Link(self, source), self)
-
-    async def close_host(self, host: CoordinatorHost) -> None:
-        await host.shutdown()
-
-    @property
-    def epoch(self) -> int:
-        return self.registration.leader_epoch
 
     async def serving(self) -> CoordinatorHost:
         """The leader's host, once it has loaded the partition at the current epoch."""

@@ -19,7 +19,7 @@ from cluster.recordbatch import iter_batches
 from cluster.replication.push import ReplicaPush
 from cluster.replication.registration import PartitionRegistration, reconcile
 from tests.raw_producer import producer_batch
-from tests.unit.replication.controller_side import TP, ControllerSide, Link
+from tests.unit.replication.controller_side import TP, Link, PushedHosts
 from tests.unit.replication.test_manager import until
 
 SETTINGS = {
@@ -31,7 +31,7 @@ SETTINGS = {
 }
 
 
-class World(ControllerSide):
+class World(PushedHosts):
     """Partition leaders as the hosts, pushed as the controller's keeper pushes (ReplicaPush)."""
 
     def __init__(self, tmp_path, replicas=(0, 1, 2), **settings) -> None:
@@ -39,25 +39,8 @@ class World(ControllerSide):
         self.tmp_path = tmp_path
         self.config = Config({**SETTINGS, **settings})
 
-    async def start(self, replica: int) -> PartitionLeader:
-        self.incarnations[replica] = self.incarnations.get(replica, 0) + 1
-        host = PartitionLeader(f"partition-leader-{replica}", self.config, self.tmp_path / str(replica))
-        self.hosts[replica] = host
-        await self.push_to(replica)
-        return host
-
-    async def push_to(self, replica: int) -> None:
-        host = self.hosts.get(replica)
-        if host is not None:
-            push = ReplicaPush(replica, self.incarnations[replica], {TP: self.registration}, {})
-            await host.apply_replicas(push, lambda source: Link(self, source), self)
-
-    async def close_host(self, host: PartitionLeader) -> None:
-        await host.shutdown()
-
-    @property
-    def epoch(self) -> int:
-        return self.registration.leader_epoch
+    def make_host(self, replica: int) -> PartitionLeader:
+        return PartitionLeader(f"partition-leader-{replica}", self.config, self.tmp_path / str(replica))
 
 
 async def produce(host: PartitionLeader, epoch: int, records: bytes, acks_all: bool = True, timeout_ms: int = 10_000):
