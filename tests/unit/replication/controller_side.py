@@ -99,3 +99,14 @@ class PushedHosts(ControllerSide):
     @property
     def epoch(self) -> int:
         return self.registration.leader_epoch
+
+
+def run(world: ControllerSide, test) -> None:
+    """test(world) in a loop of its own, within 60 s, the world's hosts closed after it."""
+    async def main():
+        try:
+            await test(world)
+        finally:
+            await world.close()
+
+    asyncio.run(asyncio.wait_for(main(), 60))

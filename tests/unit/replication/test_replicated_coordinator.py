@@ -22,7 +22,7 @@ from cluster.calls.kinds import ActorKind
 from cluster.config import Config
 from cluster.replication.registration import reconcile
 from cluster.runtime import PartitionStatus
-from tests.unit.replication.controller_side import TP, PushedHosts
+from tests.unit.replication.controller_side import TP, PushedHosts, run
 from tests.unit.replication.test_manager import until
 from tests.unit.test_runtime import CODEC, CounterShard
 
@@ -79,16 +79,6 @@ async def call(host: CoordinatorHost, op, epoch: int, name: str = "a"):
 
 def log_end(host: CoordinatorHost) -> int:
     return host.replicas.manager.replicas[TP].log.end_offset
-
-
-def run(world: World, test) -> None:
-    async def main():
-        try:
-            await test(world)
-        finally:
-            await world.close()
-
-    asyncio.run(asyncio.wait_for(main(), 60))
 
 
 def test_an_operation_is_answered_once_every_in_sync_replica_holds_its_records(tmp_path):

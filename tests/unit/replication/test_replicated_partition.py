@@ -19,7 +19,7 @@ from cluster.recordbatch import iter_batches
 from cluster.replication.push import ReplicaPush
 from cluster.replication.registration import PartitionRegistration, reconcile
 from tests.raw_producer import producer_batch
-from tests.unit.replication.controller_side import TP, Link, PushedHosts
+from tests.unit.replication.controller_side import TP, Link, PushedHosts, run
 from tests.unit.replication.test_manager import until
 
 SETTINGS = {
@@ -55,16 +55,6 @@ async def fetch(host: PartitionLeader, epoch: int, offset: int = 0, wait_ms: int
 
 def offsets_in(records: bytes) -> list[int]:
     return [h.base_offset for _, h in iter_batches(records)]
-
-
-def run(world: World, test) -> None:
-    async def main():
-        try:
-            await test(world)
-        finally:
-            await world.close()
-
-    asyncio.run(asyncio.wait_for(main(), 60))
 
 
 def test_acks_all_is_answered_once_every_in_sync_replica_holds_it_and_consumers_then_see_it(tmp_path):
