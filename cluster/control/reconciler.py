@@ -476,7 +476,7 @@ class Reconciler:
         self.stopping = True
         self.wake()
         for task in [*self._watchers.values(), *self._tasks, *([self._sessions] if self._sessions else []),
-                     *self.replicas._background]:
+                     *self.replicas._background, *self.replicas._pings.values()]:
             task.cancel()
 
     # -- the map as routers see it ----------------------------------------------------------------

@@ -147,6 +147,7 @@ class ReplicaKeeper:
         self._broker_of: dict[int, int] = {}  # replica id -> the broker id of the node it was last on
         self._published: dict[TP, int] = {}  # the leader epoch the map was last published with
         self._background: set[asyncio.Task] = set()
+        self._pings: dict[str, asyncio.Future] = {}  # host -> its ping in flight (probe)
         self.session_s = session_s
         self.heartbeat_s = heartbeat_s
         self.answered: dict[str, float] = {}  # host -> when it last answered a ping (or became a host)
@@ -638,19 +639,26 @@ class ReplicaKeeper:
     # -- sessions ------------------------------------------------------------------------------
 
     async def probe(self) -> bool:
-        """Ping every host once (each within a heartbeat); fence those whose last answer is older
-        than the session, unfence those that answered. True when that changed who is fenced."""
+        """Ping every host that has no ping in flight, wait a heartbeat for the answers, fence
+        those whose last answer is older than the session and unfence those that answered. True
+        when that changed who is fenced.
+
+        A ping has the whole session to answer and counts when its answer comes, as Kafka's
+        controller counts a broker's heartbeat when it arrives however long it took: a host slow
+        to answer (a loaded machine, a node starting beside it) is alive, and only one silent for
+        the session is fenced. Pings cut at the heartbeat interval fenced every host of a machine
+        starved for half a second at a time, leaving every partition without a leader for as
+        long as the load lasted."""
         names = sorted(set(self.hosts.values()))
+        for name in set(self._pings) - set(names):
+            self._pings.pop(name).cancel()
         if not self.meta().registrations or not names:
             return False
-        results = await asyncio.gather(
-            *(self.host.pool.ping(self.host.actors[name].handle, self.heartbeat_s) for name in names),
-            return_exceptions=True,
-        )
+        for name in names:
+            if name not in self._pings or self._pings[name].done():
+                self._pings[name] = asyncio.ensure_future(self._ping(name))
+        await asyncio.wait([self._pings[name] for name in names], timeout=self.heartbeat_s)
         now = self.host.clock()
-        for name, result in zip(names, results):
-            if result is True:
-                self.answered[name] = now
         fenced = {n for n in names if now - self.answered.get(n, now) > self.session_s}
         for name in fenced - self.fenced:
             self.host.event("fenced", f"{name} has not answered for {self.session_s:g} s: its replicas count as gone")
@@ -659,6 +667,13 @@ class ReplicaKeeper:
         changed = fenced != self.fenced
         self.fenced = fenced
         return changed
+
+    async def _ping(self, name: str) -> None:
+        try:
+            if await self.host.pool.ping(self.host.actors[name].handle, self.session_s) is True:
+                self.answered[name] = self.host.clock()
+        except Exception:  # noqa: BLE001 - no answer: its session runs on
+            pass
 
     async def run_sessions(self, stopping: Callable[[], bool], wake: Callable[[], None]) -> None:
         """Probe every heartbeat, and wake the reconciler when a host was fenced or unfenced."""

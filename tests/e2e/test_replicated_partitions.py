@@ -143,7 +143,10 @@ def test_three_replicas_a_node_lost_and_nothing_acknowledged_lost(nodes, raygrou
     gone = brokers[victim.node_id]
     lost_at = time.time()
     nodes.remove_node(victim)
-    wait_for(lambda: (lambda d: len(d) == PARTITIONS and all(l != gone and l >= 0 and gone not in isr for l, _, isr in d.values()))(
+    # Two in-sync copies each (a follower slowed by a loaded machine may leave the ISR for a while
+    # and come back: waited for, as a client would).
+    wait_for(lambda: (lambda d: len(d) == PARTITIONS and all(l != gone and l >= 0 and gone not in isr and len(isr) == 2
+                                                             for l, _, isr in d.values()))(
         described(head(raygroups), topic)), 60, "leaders and ISRs without the lost node", raygroups, topic)
     moved = time.time() - lost_at
     after = described(head(raygroups), topic)
@@ -256,12 +259,18 @@ def test_a_node_that_joins_gets_copies_of_existing_partitions(nodes, raygroups, 
     copies per node are within one of even, and every record is still read once."""
     fresh = disks[0].parent / "node4"
     nodes.add_node(num_cpus=1, env_vars={NODE_DATA_DIR_ENV: str(fresh)})
-    topics = ("replicated", "isolated")
+    topics = {"replicated": PARTITIONS, "isolated": 1}  # 3 × 3 + 1 × 2 copies
 
     def spread() -> dict[int, int] | None:
         held: dict[int, int] = {b: 0 for b in metadata_brokers(head(raygroups))}
-        for topic in topics:
-            for _, replicas, isr in described(head(raygroups), topic).values():
+        for topic, count in topics.items():
+            seen = described(head(raygroups), topic)
+            if len(seen) != count or any(leader < 0 for leader, _, _ in seen.values()):
+                # No leader named: hosts fenced for a while (this module's 3 s sessions, on a
+                # loaded machine as a node starts), or a move under way. A partition unseen has
+                # no copies to count: never "even" (a CI run took four empty nodes for even).
+                return None
+            for _, replicas, isr in seen.values():
                 if sorted(replicas) != sorted(isr) or any(r not in held for r in replicas):
                     return None  # moving, or a replica not yet on a live node's gateway
                 for r in replicas:
@@ -309,3 +318,4 @@ def test_the_coordinators_topics_are_replicated_and_a_group_commits_through_them
         assert [(tp.partition, tp.offset) for tp in committed] == [(p, 100 + p) for p in range(PARTITIONS)]
     finally:
         second.close()
+

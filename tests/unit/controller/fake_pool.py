@@ -28,6 +28,7 @@ class FakeActor:
     directory: uuid.UUID | None = None  # its node's data directory id, as an actor that keeps logs says
     replicas: Any = None  # the last ReplicaPush it was given
     paused: bool = False  # alive to Ray, answering nothing (SIGSTOP)
+    slow: asyncio.Event | None = None  # pings are answered only once this is set (a loaded machine)
 
 
 class FakeClock:
@@ -109,6 +110,8 @@ class FakePool:
     async def ping(self, handle: FakeActor, timeout: float) -> bool:
         if handle.dead.is_set() or handle.paused:
             raise TimeoutError(f"{handle.name} does not answer")
+        if handle.slow is not None:
+            await asyncio.wait_for(handle.slow.wait(), timeout)
         return True
 
     async def shutdown(self, handle: FakeActor, timeout: float) -> None:

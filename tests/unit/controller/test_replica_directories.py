@@ -403,6 +403,39 @@ def test_a_host_that_stops_answering_is_fenced_and_its_leaderships_elected_elsew
     run(test, tmp_path, pool, clock)
 
 
+def test_a_host_slow_to_answer_is_alive_its_answer_counts_when_it_comes(tmp_path):
+    """A ping answered after the heartbeat interval (a loaded machine, a node starting beside the
+    host) still shows the host alive when the answer comes, as Kafka's controller counts a
+    heartbeat when it arrives: only a host silent for the whole session is fenced. Pings cut at
+    the heartbeat fenced every host of a starved machine at once (a CI run saw every partition
+    without a leader)."""
+    directories = {n: uuid.uuid4() for n in "abc"}
+    pool = StoragePool(list("abc"), directories)
+    clock = FakeClock()
+
+    async def test(controller):
+        keeper = controller.reconciler.replicas
+        await with_topic(controller, TopicSpec("t", 6))
+        assert not await keeper.probe()
+        slow = hosted(controller)[(1, ActorKind.PARTITION_LEADER)]
+        pool.by_name(slow).slow = asyncio.Event()
+        clock.now += 5
+        assert not await keeper.probe() and not keeper.fenced  # its ping is under way
+        clock.now += 3
+        pool.by_name(slow).slow.set()  # answered 8 s after the last answer, within the 9 s session
+        await keeper._pings[slow]
+        clock.now += 5  # 13 s since the ping was sent, 5 since it was answered
+        assert not await keeper.probe() and not keeper.fenced
+        pool.by_name(slow).slow = asyncio.Event()  # silent from now on
+        assert not await keeper.probe()
+        clock.now += 10
+        await keeper.probe()  # (the controller's own probing may have seen it first)
+        assert keeper.fenced == {slow}
+
+    # Probes wait a heartbeat (real time) for pings under way: a short one keeps the test quick.
+    run(test, tmp_path, pool, clock=clock, **{"broker.heartbeat.interval.ms": 50})
+
+
 def test_a_replica_gone_for_good_is_copied_to_a_live_directory_and_leaves_once_it_is_in_sync(tmp_path):
     """A node lost (or back with a wiped disk: a new replica) for raygroups.replica.replace.after.ms:
     its partitions are reassigned to live directories (KIP-455) and the replication factor restored."""
