@@ -198,6 +198,16 @@ class LeaderState:
             return False
         if registration.partition_epoch <= self.partition_epoch:
             return True
+        for r in self.isr:
+            if r not in registration.isr and r in self.followers:
+                # Out of the ISR: known again only from its next fetch. The controller takes a
+                # member out when its host died, was fenced or restarted, or when this leader
+                # asked (it lagged): Kafka's isReplicaIsrEligible stops a fenced or shut-down
+                # replica from holding the high watermark as one "caught up, about to join".
+                # Its last progress would otherwise hold it for replica.lag.time.max.ms (a dead
+                # replica never fetches to end it): every write to the partition waited that
+                # long after its node's loss.
+                self.followers[r] = FollowerProgress(incarnation=self.followers[r].incarnation)
         self.isr = registration.isr
         self.partition_epoch = registration.partition_epoch
         if registration.replicas != self.replicas:

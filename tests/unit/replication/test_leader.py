@@ -275,8 +275,12 @@ def test_high_watermark_waits_for_a_caught_up_replica_outside_the_isr_until_its_
     assert state.high_watermark == 25
 
 
-def test_replica_the_controller_removed_while_caught_up_still_holds_the_high_watermark():
-    # PartitionTest.testHighWatermarkIncreasesWithFencedOrShutdownFollower ("unfenced").
+def test_replica_the_controller_removed_while_caught_up_no_longer_holds_the_high_watermark():
+    # PartitionTest.testHighWatermarkIncreasesWithFencedOrShutdownFollower ("fenced",
+    # "shutdown"): the controller takes a member out of the ISR when its host died, was fenced or
+    # restarted (or at this leader's request, when it lagged), so until it fetches again it is
+    # not a replica "caught up, about to join". A node's loss held every write to its partitions
+    # for replica.lag.time.max.ms before this.
     state = leader(replicas=(1, 2))
     fetch(state, 2, 10)
     assert state.high_watermark == 10
@@ -284,7 +288,21 @@ def test_replica_the_controller_removed_while_caught_up_still_holds_the_high_wat
     assert state.metadata(registration(state, (1,)), T0) is True
     assert (state.isr, state.maximal_isr) == ((1,), (1,))
     assert state.maybe_shrink_isr(T0) is None
-    assert state.high_watermark == 10
+    assert state.high_watermark == 20
+
+
+def test_a_removed_replica_that_fetches_again_holds_the_high_watermark_while_it_joins():
+    # The "unfenced" case: once it fetches again, caught up, it is not outrun while it joins.
+    state = leader(replicas=(1, 2))
+    fetch(state, 2, 10)
+    state.appended(20, T0)
+    state.metadata(registration(state, (1,)), T0)
+    assert state.high_watermark == 20
+    fetch(state, 2, 20, now=T0 + 10)  # back, at the log end
+    change = state.maybe_expand_isr(2)
+    assert change is not None and change.new_isr == (1, 2)
+    state.appended(30, T0 + 20)
+    assert state.high_watermark == 20  # caught up and joining: waited for
 
 
 def test_high_watermark_never_goes_back():
@@ -353,9 +371,8 @@ def test_frozen_high_watermark_moves_again_once_the_isr_is_back_at_min():
     assert change is not None and change.new_isr == (1, 2)
     assert state.high_watermark == 15  # a pending expansion does not count towards the minimum
     state.isr_change_answered(change, ErrorCode.none, registration(state, (1, 2)), T0 + 1)
-    # 3 (at 15, caught up within the lag time) is waited for as a replica that may join.
-    assert state.high_watermark == 15
-    fetch(state, 3, 20, now=T0 + 2)
+    # 3 was fenced (taken out by the controller) and has not fetched since: not waited for as a
+    # replica about to join (Kafka's isReplicaIsrEligible), whatever its last position.
     assert state.high_watermark == 20
     assert state.acks_all(20) is ErrorCode.none
 
