@@ -164,6 +164,14 @@ class ReplicaKeeper:
         # joins, or is back with a wiped disk; see _joined); cleared once the replicas are even
         # again, and by an operator's reassignment: operators' placements are not undone otherwise.
         self.balance_wanted = False
+        # Internal partitions adopted into replication (_adopt) whose preferred replica has not led
+        # yet: elected as soon as their move completes, not at the next periodic election. Kafka
+        # makes these topics replicated from the start, their leaders spread by placement; an
+        # adoption ends the same way instead of leaving the controller's node leading every one
+        # for leader.imbalance.check.interval.seconds (a loss of that node would then cost every
+        # coordinator, and the others none). Not durable: after a controller restart the periodic
+        # election does it.
+        self.adopted: set[TP] = set()
 
     def alive(self, tp: TP, registration: PartitionRegistration) -> dict[int, int]:
         """The replicas of `tp` with a live host, each with its host's incarnation."""
@@ -291,6 +299,7 @@ class ReplicaKeeper:
         for name in self.hosts.values():
             self.answered.setdefault(name, now)  # a new host's session starts now
         preferred = self.preferred_every_s is not None and now >= self.preferred_at
+        balanced = False  # a preferred replica elected (periodically, or at an adoption's end)
         began = time.time()
         async with self.lock:
             registrations = dict(self.meta().registrations)
@@ -301,8 +310,12 @@ class ReplicaKeeper:
                 before = self.seen.get(tp, {})
                 back = [r for r, incarnation in alive.items() if before.get(r) != incarnation]
                 new = reconcile(restarted(reg, back, alive), alive)
-                if preferred and not back:  # a replica just back is not in the ISR yet anyway
-                    new = elect_preferred(new, alive)
+                if (preferred or tp in self.adopted) and not back:  # one just back is not in the ISR yet
+                    chosen = elect_preferred(new, alive)
+                    balanced = balanced or chosen.leader != new.leader
+                    new = chosen
+                if tp in self.adopted and not new.reassigning and new.leader == new.replicas[0]:
+                    self.adopted.discard(tp)
                 seen[tp] = alive
                 if new != reg:
                     changes[tp] = new
@@ -324,7 +337,7 @@ class ReplicaKeeper:
             adopted = await self._adopt()
         # The hosts first: a gateway routed by the new map finds its leader already leading.
         await self.push()
-        await self._lead(changed=bool(changes) or adopted, began=began, preferred=preferred)
+        await self._lead(changed=bool(changes) or adopted, began=began, preferred=preferred or balanced)
 
     async def _lead(self, changed: bool = False, began: float | None = None, preferred: bool = False) -> None:
         """The leadership map's registered partitions: the host of each one's leader replica, at
@@ -520,6 +533,7 @@ class ReplicaKeeper:
         if not adopted:
             return False
         await self.adopt(adopted)
+        self.adopted.update(adopted)
         for tp in adopted:
             # Its one replica seen alive as it was registered: not taken for one that restarted.
             self.seen[tp] = {home: self.host.actors[self.hosts[(home, kind_for_topic(tp[0]))]].serial}

@@ -169,6 +169,9 @@ class FaultInjector:
                 waits[g] = tp
         injected.groups = sorted(g for g in groups if g in waits)
         partitions = {f"{t}-{p}" for t, p in moved if not t.startswith("__")}
+        # The coordinators' partitions it takes away, whether or not the scenario's groups hash to
+        # them: a node's loss costs its share of both internal topics' leaders.
+        injected.detail["internal_partitions"] = sorted(f"{t}-{p}" for t, p in moved if t.startswith("__"))
         waits.update({f"{t}-{p}": (t, p) for t, p in moved if not t.startswith("__")})
         # A share coordinator's partitions stand for the share partitions whose state they hold.
         for g, spec in self.scenario.share_group_specs().items():

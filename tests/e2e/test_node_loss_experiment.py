@@ -62,6 +62,11 @@ def test_the_node_loss_is_over_once_its_partitions_have_moved(run):
     [ended] = [r for r in rows if r["kind"] == "fault_end"]
     detail = json.loads(injected["detail"])
     assert detail["actors"] and detail["partitions"]  # the node led something
+    # Coordinator partitions too (issue 25): the internal topics were adopted into three copies
+    # and each adoption ended with its preferred replica leading, so the lost node led its share
+    # of both, and their groups and share partitions recovered on the replicas' own logs.
+    internal = {p.rsplit("-", 1)[0] for p in detail["internal_partitions"]}
+    assert internal == {"__consumer_offsets", "__share_group_state"}, detail["internal_partitions"]
     recoveries = [r for r in rows if r["kind"] == "recovery"]
     assert recoveries and all(r["time"] >= ended["time"] for r in recoveries)
     # Figures for the note: how long the partitions took to move, and the slowest recovery.

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,7 @@ from ray.cluster_utils import Cluster
 from cluster.admin_client import admin_call
 from cluster.gateway.apis import ApiKey
 from cluster.log.data_directory import NODE_DATA_DIR_ENV
+from coordinator.hashing import group_partition
 from tests.clients import confluent_consume_all, confluent_produce, records
 from tests.cluster_process import ClusterProcess
 from tests.kio_client import KioClient
@@ -319,3 +321,70 @@ def test_the_coordinators_topics_are_replicated_and_a_group_commits_through_them
     finally:
         second.close()
 
+
+# Errors a member is told while its coordinator moves: it retries, as Kafka's clients do.
+MOVING = {ErrorCode.not_coordinator, ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress}
+
+
+def test_a_group_keeps_its_generation_and_commits_through_the_loss_of_its_coordinators_node(nodes, raygroups):
+    """Issue 25's end to end of replicated coordinators: a classic group whose __consumer_offsets
+    partition is led on a worker node joins and commits; that node is removed; a replica on
+    another node leads the partition (its own copy of the log, replayed), the member's heartbeats
+    at the same generation are answered without a rebalance, and the offsets it committed are
+    read back. The adopted partitions' leaders are spread (each adoption ends with its preferred
+    replica leading), so a worker node leads some."""
+    partitions = described(head(raygroups), "__consumer_offsets")
+    head_broker = broker_of_node(raygroups)[nodes.head_node.node_id]
+    group = next(f"survivor-{i}" for i in range(10_000)
+                 if partitions[group_partition(f"survivor-{i}", len(partitions))][0] not in (head_broker, -1))
+    partition = group_partition(group, len(partitions))
+    leader_broker_before = partitions[partition][0]
+    (victim,) = [n for n in nodes.worker_nodes if broker_of_node(raygroups).get(n.node_id) == leader_broker_before]
+    topic = "replicated"
+    with KioClient(head(raygroups)) as client:
+        joined = retry_moving(lambda: client.call(ApiKey.JOIN_GROUP, 3, {
+            "group_id": group, "session_timeout": timedelta(seconds=60), "rebalance_timeout": timedelta(seconds=60),
+            "member_id": "", "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b""}]}))
+        assert joined.error_code == ErrorCode.none, joined
+        member, generation = joined.member_id, joined.generation_id
+        synced = client.call(ApiKey.SYNC_GROUP, 3, {
+            "group_id": group, "generation_id": generation, "member_id": member, "group_instance_id": None,
+            "assignments": [{"member_id": member, "assignment": b"all"}]})
+        assert synced.error_code == ErrorCode.none, synced
+
+        def commit(base: int) -> None:
+            answer = retry_moving(lambda: client.call(ApiKey.OFFSET_COMMIT, 8, {
+                "group_id": group, "generation_id_or_member_epoch": generation, "member_id": member,
+                "group_instance_id": None, "topics": [{"name": topic, "partitions": [
+                    {"partition_index": p, "committed_offset": base + p, "committed_leader_epoch": -1,
+                     "committed_metadata": None} for p in range(PARTITIONS)]}]}),
+                lambda r: r.topics[0].partitions[0].error_code)
+            assert {p.error_code for p in answer.topics[0].partitions} == {ErrorCode.none}, answer
+
+        def fetched() -> list[tuple[int, int]]:
+            answer = retry_moving(lambda: client.call(ApiKey.OFFSET_FETCH, 7, {
+                "group_id": group, "topics": [{"name": topic, "partition_indexes": list(range(PARTITIONS))}],
+                "require_stable": True}))
+            assert answer.error_code == ErrorCode.none, answer
+            return sorted((p.partition_index, p.committed_offset) for p in answer.topics[0].partitions)
+
+        commit(200)  # acknowledged: in every in-sync copy of the partition
+        nodes.remove_node(victim, allow_graceful=False)
+        wait_for(lambda: described(head(raygroups), "__consumer_offsets")[partition][0] not in (leader_broker_before, -1),
+                 120, "the coordinator partition led on another node", raygroups, "__consumer_offsets")
+        beat = retry_moving(lambda: client.call(ApiKey.HEARTBEAT, 3, {
+            "group_id": group, "generation_id": generation, "member_id": member, "group_instance_id": None}))
+        assert beat.error_code == ErrorCode.none, beat  # the same generation: no rebalance
+        assert fetched() == [(p, 200 + p) for p in range(PARTITIONS)]
+        commit(300)  # the new leader takes writes: two in-sync copies left, min.insync.replicas 2
+        assert fetched() == [(p, 300 + p) for p in range(PARTITIONS)]
+
+
+def retry_moving(send, error_of=lambda r: r.error_code, timeout: float = 60):
+    """Send until the answer is not one of a coordinator moving (test_multinode's wait)."""
+    deadline = time.time() + timeout
+    while True:
+        answer = send()
+        if error_of(answer) not in MOVING or time.time() > deadline:
+            return answer
+        time.sleep(0.25)

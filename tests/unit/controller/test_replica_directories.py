@@ -657,7 +657,8 @@ def test_internal_partitions_in_one_copy_are_adopted_into_replication_from_the_c
     """The internal topics are made on the first start in the controller's directory, in one copy.
     With coordinators on three data directories each partition is unloaded from its one leader,
     registered leading there (its log is there) at an epoch above every one it had, and
-    reassigned at once to three replicas: the others fetch its log, then the move completes."""
+    reassigned at once to three replicas: the others fetch its log, then the move completes and
+    its preferred replica leads."""
     directories = {n: uuid.uuid4() for n in "abc"}
     pool = StoragePool(list("abc"), directories)
 
@@ -686,6 +687,12 @@ def test_internal_partitions_in_one_copy_are_adopted_into_replication_from_the_c
             assert error == ErrorCode.none and not done.reassigning and set(done.isr) == everyone
         await controller.reconciler.replicas.idle()
         await settle(controller)
+        # Each completed adoption elects its preferred replica at once (not at the next periodic
+        # election): the leaders spread as placement put them, not all in the controller's node.
+        regs = controller._meta().registrations
+        assert all(regs[tp].leader == regs[tp].replicas[0] for tp in internal)
+        assert len({regs[tp].leader for tp in internal}) == 3
+        assert not controller.reconciler.replicas.adopted
         check_led_by_leader_hosts(controller, pool)
         assert "reassign" in [e["kind"] for e in controller.status()["events"]]
 
