@@ -412,18 +412,22 @@ class Controller:
         return {"actor": name, "pid": entry.pid, "seconds": seconds, "stopped_at": stopped_at, "resumed_at": resumed_at}
 
     async def move(self, topic: str, partition: int, actor: str) -> int:
-        entry = self.actors.get(actor)
         tp = (topic, partition)
-        if tp not in self.leaders:
-            raise KeyError(f"no partition {topic}-{partition}")
-        if tp in self._meta().registrations:
-            raise KeyError(f"{topic}-{partition} is replicated: it is led by the host of its leader replica, "
-                           "elected by the controller, and moves only by reassignment")
-        if entry is None or not entry.alive or not entry.ready:
-            raise KeyError(f"no live actor named {actor!r}")
-        if entry.kind is not kind_for_topic(topic):
-            raise KeyError(f"{actor} is a {entry.kind.value}; {topic} partitions need a {kind_for_topic(topic).value}")
+        # Checked under the reconciler's lock: a pass may adopt the partition into replication
+        # (ReplicaKeeper._adopt) while the move waits for it, and a replicated partition loaded
+        # by an operator's move would serve its one old copy beside its replicas.
         async with self.reconciler.lock:
+            entry = self.actors.get(actor)
+            if tp not in self.leaders:
+                raise KeyError(f"no partition {topic}-{partition}")
+            if tp in self._meta().registrations:
+                raise KeyError(f"{topic}-{partition} is replicated: it is led by the host of its leader replica, "
+                               "elected by the controller, and moves only by reassignment")
+            if entry is None or not entry.alive or not entry.ready:
+                raise KeyError(f"no live actor named {actor!r}")
+            if entry.kind is not kind_for_topic(topic):
+                raise KeyError(f"{actor} is a {entry.kind.value}; {topic} partitions need a "
+                               f"{kind_for_topic(topic).value}")
             await self.reconciler.move({tp: actor}, reason=f"operator move to {actor}", cause=Cause.OPERATOR_MOVE)
         return self._meta().leader_epochs[tp]
 

@@ -699,6 +699,35 @@ def test_internal_partitions_in_one_copy_are_adopted_into_replication_from_the_c
     run(test, tmp_path, pool, **REPLICATED_INTERNAL)
 
 
+def test_an_operators_move_that_waited_for_an_adoption_is_refused(tmp_path, monkeypatch):
+    """An operator's move of an internal partition in one copy waits for the reconciler's lock; a
+    pass holding it adopts the partition into replication. The move is then refused (a replicated
+    partition moves only by reassignment), never loading the one old copy beside its replicas."""
+    monkeypatch.setattr("cluster.control.replica_keeper.ADOPT_PER_PASS", 1)  # the rest wait their turn
+    directories = {n: uuid.uuid4() for n in "abc"}
+    pool = StoragePool(list("abc"), directories)
+
+    async def test(controller):
+        await settle(controller)
+        tp = next(tp for tp in internal_partitions(controller) if tp not in controller._meta().registrations)
+        other = next(e.name for e in controller.actors.values()
+                     if e.kind is kind_for_topic(tp[0]) and e.alive and e.name != controller.leaders[tp])
+        async with controller.reconciler.lock:
+            move = asyncio.ensure_future(controller.move(*tp, other))
+            await asyncio.sleep(0)  # the move waits for the lock
+            for _ in range(len(internal_partitions(controller))):
+                if tp in controller._meta().registrations:
+                    break
+                await join_all(controller)  # the adopted ones in sync: the next ones' turn
+                await controller.reconciler.replicas.step()
+            assert tp in controller._meta().registrations
+        with pytest.raises(KeyError, match="replicated"):
+            await move
+        assert not any(tp in actor.loaded for actor in pool.spawned)  # served only by its replicas' hosts
+
+    run(test, tmp_path, pool, **REPLICATED_INTERNAL)
+
+
 def test_internal_partitions_are_adopted_once_three_directories_have_coordinators_and_not_at_factor_one(tmp_path):
     """A head started alone keeps its internal topics in one copy. With a second directory they
     stay so: two copies with min.insync.replicas 2 would stop every group at either node's loss.
