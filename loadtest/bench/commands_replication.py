@@ -1,16 +1,24 @@
 """`python -m loadtest.bench replication`: RF 3 against RF 1 on three Ray nodes (issue 25).
 
-One cluster of three Ray nodes on this machine, each with a data directory of its own (as three
-machines' disks), started as the experiments start theirs (loadtest/experiment/cluster_process.py);
-two topics in it, one created with replication factor 1 and one with the default (3). The same
-confluent-kafka client produces (acks=all) and fetches on each, alternating, best of --rounds: what
-a replicated write costs is the ratio. Then a worker node is removed without a goodbye (as a
-machine that dies) and the time until every RF-3 partition is led again is measured, as clients
-see it (Metadata): most of it is Ray noticing the node is gone (its health checks), the rest the
-controller's election.
+Two clusters of three Ray nodes on this machine, one after the other, each node with a data
+directory of its own (as three machines' disks), started as the experiments start theirs
+(loadtest/experiment/cluster_process.py) with a coordinator of each kind on every node: one kept
+in one copy everywhere (`default.replication.factor`, `offsets.topic.replication.factor` and
+`share.coordinator.state.topic.replication.factor` 1), one with the defaults (3, the internal
+topics adopted into three copies once the nodes' coordinators are up). In each, the same
+confluent-kafka client produces (acks=all) and fetches, best of --rounds; then the unloaded round
+trips of loadtest/bench/latency.py through the head's gateway: OffsetCommit (its record in every
+in-sync copy of the group's __consumer_offsets partition before the answer), ShareFetch accepting
+the previous record (the acknowledgement's share state likewise in __share_group_state), a
+one-record acks=all Produce, and Heartbeat (which writes nothing) as the control. What a
+replicated write costs is the ratio. Then, in the RF 3 cluster, a worker node is removed without
+a goodbye (as a machine that dies) and the time until every partition of the topic and of both
+internal topics is led again is measured, as clients see it (Metadata): most of it is Ray
+noticing the node is gone (its health checks), the rest the controller's election.
 
 The three nodes share this machine's cores and disk, so RF 3 writes each record to three files on
-one disk: a figure for the protocol's overhead here, not for three machines.
+one disk, and a follower's fetch is a Ray call between processes here: a figure for the
+protocol's overhead on one machine, not for three.
 """
 
 from __future__ import annotations
@@ -57,16 +65,29 @@ def _wait(check, timeout: float, what: str) -> float:
     raise TimeoutError(f"{what} not within {timeout:.0f} s")
 
 
+INTERNAL = ("__consumer_offsets", "__share_group_state")
+ONE_COPY = {"default.replication.factor": 1, "offsets.topic.replication.factor": 1,
+            "share.coordinator.state.topic.replication.factor": 1}
+LATENCY = ("commit", "share_fetch", "produce", "heartbeat")
+
+
+def _whole(bootstrap: str, topics: list[str], copies: int) -> bool:
+    return all(leader >= 0 and isr == copies for t in topics for leader, isr in _leaders(bootstrap, t).values())
+
+
 @app.command("replication")
 def replication(
     records: int = typer.Option(60_000, help="records produced and fetched per topic per round"),
     partitions: int = 6,
+    samples: int = typer.Option(1000, help="timed round trips of each API"),
     rounds: int = ROUNDS,
     json_out: Path | None = JSON,
 ) -> None:
-    """RF 3 against RF 1, one cluster of three Ray nodes with a data directory each: produce
-    (acks=all) and fetch records/s, and the time from a node's loss to every partition led again."""
+    """RF 3 against RF 1, a cluster of three Ray nodes with a data directory each for each: produce
+    (acks=all) and fetch records/s, OffsetCommit, ShareFetch-with-acknowledgement and Produce round
+    trips, and the time from a node's loss to every partition led again."""
     from loadtest.bench.clients import fetch_rate, produce_rate
+    from loadtest.bench.latency import unloaded_round_trips
     from loadtest.experiment.cluster_process import ClusterProcess
     from loadtest.experiment.faults import Admin
     from loadtest.experiment.node_join import wait_replicas
@@ -74,45 +95,57 @@ def replication(
 
     records -= records % (100 * partitions)
     figures = [Figure("produce_rps", "produced records/s (acks=all)"), Figure("fetch_rps", "fetched records/s (assign())")]
-    results: dict[str, dict[str, float]] = {"raygroups": {f.key: math.nan for f in figures},
-                                            "RF 1": {f.key: math.nan for f in figures}}
-    run_dir = Path(tempfile.mkdtemp(prefix="raygroups-bench-replication-"))
-    spec = ClusterSpec(gateways=1, nodes=3, storage="per-node", coordinators=1, share_coordinators=1, partition_leaders=3)
-    cluster = ClusterProcess(run_dir, spec, {})
-    try:
-        with console.status("three Ray nodes, a data directory each, and raygroups on them…"):
-            cluster.start_nodes()
-            bootstrap = cluster.start()
-            assert cluster.nodes is not None
-            workers = cluster.nodes.add_workers()
-            missing = asyncio.run(wait_replicas(Admin(bootstrap), workers))
-            if missing:
-                raise RuntimeError(f"{len(missing)} worker node(s) kept no replica")
-        topics = {"raygroups": "rf3", "RF 1": "rf1"}
-        _create(bootstrap, "rf3", partitions, -1)
-        _create(bootstrap, "rf1", partitions, 1)
-        _wait(lambda: all(isr == 3 for _, isr in _leaders(bootstrap, "rf3").values()), 60, "three in-sync replicas")
-        for r in range(rounds):
-            for name in (list(topics) if r % 2 == 0 else list(topics)[::-1]):
-                topic = f"{topics[name]}-{r}"
-                _create(bootstrap, topic, partitions, -1 if name == "raygroups" else 1)
+    labels = {"commit": "OffsetCommit", "share_fetch": "ShareFetch accepting the last record",
+              "produce": "Produce, 1 record, acks=all", "heartbeat": "Heartbeat (writes nothing)"}
+    figures += [Figure(f"{api}_{q}_ms", f"{labels[api]} {q}", higher_is_better=False, unit=" ms")
+                for api in LATENCY for q in ("p50", "p99")]
+    results: dict[str, dict[str, float]] = {}
+    spec = ClusterSpec(gateways=1, nodes=3, storage="per-node", coordinators=3, share_coordinators=3, partition_leaders=3)
+    for name, settings, copies in (("RF 1", ONE_COPY, 1), ("raygroups", {}, 3)):
+        mine = results[name] = {f.key: math.nan for f in figures}
+        run_dir = Path(tempfile.mkdtemp(prefix="raygroups-bench-replication-"))
+        cluster = ClusterProcess(run_dir, spec, settings)
+        try:
+            with console.status(f"{name if copies == 1 else 'RF 3'}: three Ray nodes, a data directory each, "
+                                f"and raygroups on them…"):
+                cluster.start_nodes()
+                bootstrap = cluster.start()
+                assert cluster.nodes is not None
+                workers = cluster.nodes.add_workers()
+                missing = asyncio.run(wait_replicas(Admin(bootstrap), workers))
+                if missing:
+                    raise RuntimeError(f"{len(missing)} worker node(s) kept no replica")
+                # The internal topics adopted into their copies, each led by its preferred replica.
+                _wait(lambda: _whole(bootstrap, list(INTERNAL), copies), 240, f"the internal topics in {copies} copies")
+            for r in range(rounds):
+                topic = f"rf{copies}-{r}"
+                _create(bootstrap, topic, partitions, -1)
+                _wait(lambda: _whole(bootstrap, [topic], copies), 60, f"{copies} in-sync replicas")
                 got = {**produce_rate(bootstrap, topic, records, partitions, 100), **fetch_rate(bootstrap, topic, records, partitions)}
-                console.print(f"  {name}, run {r + 1}: " + ", ".join(f"{f.key}={got[f.key]:,.0f}" for f in figures))
-                for f in figures:
-                    mine = results[name][f.key]
-                    results[name][f.key] = got[f.key] if math.isnan(mine) else max(mine, got[f.key])
-        # One gateway, on the head: Metadata names the leader by it, so the time is read from the
-        # ISR (the lost node's replica leaves it in the change that elects its partitions' leaders).
-        cluster.nodes.remove(2)
-        moved = _wait(lambda: all(isr == 2 for _, isr in _leaders(bootstrap, "rf3").values()), 120,
-                      "every partition led again")
-        results["node_loss_s"] = {"seconds": moved}
-    finally:
-        cluster.stop()  # the nodes too
+                console.print(f"  RF {copies}, run {r + 1}: " + ", ".join(f"{k}={got[k]:,.0f}" for k in ("produce_rps", "fetch_rps")))
+                for key in ("produce_rps", "fetch_rps"):
+                    mine[key] = got[key] if math.isnan(mine[key]) else max(mine[key], got[key])
+            with console.status(f"RF {copies}: round trips through the head's gateway…"):
+                for r in range(rounds):
+                    got = unloaded_round_trips(bootstrap, samples, replication_factor=-1)
+                    for key in [f.key for f in figures[2:]]:
+                        mine[key] = got[key] if math.isnan(mine[key]) else min(mine[key], got[key])
+            if copies == 3:
+                # One gateway, on the head: Metadata names the leader by it, so the time is read
+                # from the ISR (the lost node's replica leaves it in the change that elects its
+                # partitions' leaders); every partition here has a copy on every node.
+                topics = [f"rf3-{r}" for r in range(rounds)] + list(INTERNAL)
+                cluster.nodes.remove(2)
+                results["node_loss_s"] = {"seconds": _wait(lambda: _whole(bootstrap, topics, 2), 120,
+                                                           "every partition led again")}
+        finally:
+            cluster.stop()  # the nodes too
     t = table(f"RF 3 (raygroups) against RF 1, 3 Ray nodes on one machine, {records:,} records per topic, "
-              f"best of {rounds}", {k: v for k, v in results.items() if k != "node_loss_s"}, figures)
+              f"{samples:,} round trips of each API through the head's gateway, best of {rounds}",
+              {k: v for k, v in results.items() if k != "node_loss_s"}, figures)
     console.print(t)
-    console.print(f"a worker node removed without a goodbye: every RF-3 partition led again after "
-                  f"[bold]{results['node_loss_s']['seconds']:.1f} s[/] (Ray's health checks notice the node first)")
+    console.print(f"a worker node removed without a goodbye: every RF-3 partition (the topic's and both internal "
+                  f"topics') led again after [bold]{results['node_loss_s']['seconds']:.1f} s[/] (Ray's health checks "
+                  f"notice the node first)")
     if json_out:
         json_out.write_text(json.dumps(results, indent=2))

@@ -311,18 +311,21 @@ def serves_share_groups(conn: Connection) -> bool:
     return all(api in served and served[api][0] <= VERSIONS[api] <= served[api][1] for api in SHARE_APIS)
 
 
-def unloaded_round_trips(bootstrap: str, samples: int = 2000, warmup: int = 200, gap_s: float = 0.0) -> dict[str, float]:
+def unloaded_round_trips(bootstrap: str, samples: int = 2000, warmup: int = 200, gap_s: float = 0.0,
+                         replication_factor: int = 1) -> dict[str, float]:
     """p50/p99/p999 of ApiVersions, Metadata (one topic), Heartbeat, Produce (acks=all), OffsetCommit,
     ShareFetch with acknowledgements and JoinGroup-to-Stable, one request (or sample) at a time on one
     connection (`gap_s` apart), after `warmup` untimed ones of each. JoinGroup-to-Stable comes last and
-    takes a tenth of the samples (at least 20): a broker may take far longer to rebalance."""
+    takes a tenth of the samples (at least 20): a broker may take far longer to rebalance. The topic
+    Produce and ShareFetch use is made with `replication_factor` (-1: the broker's default)."""
     stamp = time.monotonic_ns()
     topic, group = f"latency-{stamp}", f"latency-{stamp}"
     conn = Connection(bootstrap)
     fetcher: ShareFetcher | None = None
     try:
         created = conn.call(ApiKey.CREATE_TOPICS, {
-            "topics": [{"name": topic, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}],
+            "topics": [{"name": topic, "num_partitions": 1, "replication_factor": replication_factor, "assignments": [],
+                        "configs": []}],
             "timeout": 30_000, "validate_only": False})
         if created.topics[0].error_code not in (ErrorCode.none, ErrorCode.topic_already_exists):
             raise RuntimeError(f"CreateTopics answered {created.topics[0].error_code.name}")
