@@ -274,17 +274,30 @@ class CoordinatorHost:
             return future.result()
         return _as_error(exc) if isinstance(exc, RUNTIME_ERRORS) else exc
 
-    async def execute_all(self, topic: str, items: list[CoordinatorItem]) -> list[Any]:
-        # Queued at once, in order, and awaited as futures: no task per operation (a heartbeat's
-        # whole work is smaller than a task's).
+    async def execute_within(self, topic: str, items: list[CoordinatorItem], within_s: float | None) -> list[Any]:
+        """The outcomes of a batch of operations, queued at once and in order (no task per
+        operation: a heartbeat's whole work is smaller than a task's). One not finished within
+        `within_s` (None: no limit) comes back as its future (it waits for a commit the replicas
+        have not made yet): the caller answers it on its own, and the rest of the batch is not
+        held behind it. An operation's own failure fails the call, as it did one by one."""
         futures = [self._submit(topic, item) for item in items]
-        outcomes = await asyncio.gather(*futures, return_exceptions=True)
-        for i, outcome in enumerate(outcomes):
-            if isinstance(outcome, RUNTIME_ERRORS):
-                outcomes[i] = _as_error(outcome)
-            elif isinstance(outcome, BaseException):
-                raise outcome  # an operation's own failure fails the call, as it did one by one
+        pending = [f for f in futures if not f.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=within_s)
+        outcomes: list[Any] = []
+        for future in futures:
+            if not future.done():
+                outcomes.append(future)
+                continue
+            outcome = self.outcome(future)
+            if isinstance(outcome, BaseException):
+                raise outcome
+            outcomes.append(outcome)
         return outcomes
+
+    async def execute_all(self, topic: str, items: list[CoordinatorItem]) -> list[Any]:
+        """Every operation's outcome, however long it waits for its commit."""
+        return await self.execute_within(topic, items, None)
 
     # -- Fetch and ListOffsets of the internal partitions: the stored batches, as Kafka serves them ---
 

@@ -1,8 +1,9 @@
 """Group coordinator actor: leads partitions of __consumer_offsets (a thin shell over its runtime).
 
 Gateways batch requests per actor per loop tick: `execute` (Endpoint.COORDINATOR, packed) for
-operations that answer at once (heartbeats, commits, offset fetches, share heartbeats, ...),
-`execute_parked` for those that may park (CoordinatorOp.parks: JoinGroup, SyncGroup), whose
+operations that answer at once (heartbeats, commits, offset fetches, share heartbeats, ...; one
+still waiting for its commit after DEFER_AFTER_S is answered Deferred and collected with
+`deferred`), `execute_parked` for those that may park (CoordinatorOp.parks: JoinGroup, SyncGroup), whose
 answers come back on the gateway's one long-lived channel (`answers_stream`, answer_channels.py),
 those released together in one item. Each item's operation says what runs (`op.run`) and what
 else the actor does about it (the rebalance watch, the commit counter, share state). Share groups' state is
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +32,7 @@ from coordinator.shard import GroupCoordinatorShard
 from cluster.actors.answer_channels import AnswerChannels
 from cluster.actors.common import node_storage, setup_process
 from cluster.actors.coordinator_host import CoordinatorActorBody, CoordinatorHost, Seams
-from cluster.calls import CoordinatorItem, CoordinatorOp, Failed, ParkedItem, pack, unpack
+from cluster.calls import CoordinatorItem, CoordinatorOp, Deferred, Failed, ParkedItem, pack, unpack
 from cluster.calls.kinds import ActorKind
 from cluster.clients.controller import ControllerClient
 from cluster.clients.replica_links import ReplicaLinks
@@ -44,6 +46,14 @@ from cluster.clients.persister import Persister
 from cluster.clients.routing import Router
 from cluster.runtime import LoadInProgress, NotCoordinator
 from cluster.services.share_group_state import ShareGroupState
+
+# An operation of `execute` still running after this long is answered Deferred: its batch's call
+# returns with the rest (the gateway keeps two calls under way per coordinator, and what waits for
+# a stalled partition's commit would hold every other partition's answers behind it). Long
+# beside a write committed at once (an fsync, or a follower's fetch), short beside a session.
+DEFER_AFTER_S: float | None = 0.1  # None: never (every operation answered with its batch)
+DEFERRED_KEPT_S = 60.0  # an outcome no gateway collected (it died) is dropped after this
+
 
 def group_coordinator_config(config: Config) -> GroupCoordinatorConfig:
     return GroupCoordinatorConfig(
@@ -96,6 +106,8 @@ class GroupCoordinator(CoordinatorActorBody):
         self.host.after_load = self.share_state.update_topics
         self.rebalances = RebalanceWatch()
         self.channels = AnswerChannels()
+        self._tickets = itertools.count()
+        self._deferred: dict[int, asyncio.Future] = {}  # ticket -> an operation answered Deferred
         # Names outlive actors (a restarted coordinator keeps its name): a gateway tells this
         # actor's answers from its predecessor's by this.
         self.incarnation = uuid.uuid4().hex
@@ -127,18 +139,55 @@ class GroupCoordinator(CoordinatorActorBody):
 
     async def execute(self, packed: bytes | list[CoordinatorItem]) -> bytes | list[Any]:
         """Run a batch of operations that answer at once; the batch and its answers cross packed
-        (Endpoint.COORDINATOR)."""
+        (Endpoint.COORDINATOR). One still running after DEFER_AFTER_S (waiting for a commit the
+        replicas have not made: a follower slow or gone, until the ISR shrinks) is answered
+        Deferred, its outcome asked for on a call of its own (`deferred`)."""
         items: list[CoordinatorItem] = unpack(packed)
-        outcomes = await self.host.execute_all(CONSUMER_OFFSETS, items)
-        for item, outcome in zip(items, outcomes):
-            op = item.op
-            if op.follows_up:
-                self.share_state.after(item, outcome)
-            if op.watched:
-                self._observe(item)
-            elif op.commits:
-                metrics_registry.inc("offset_commits")
+        outcomes = await self.host.execute_within(CONSUMER_OFFSETS, items, DEFER_AFTER_S)
+        for i, (item, outcome) in enumerate(zip(items, outcomes)):
+            if isinstance(outcome, asyncio.Future):
+                outcomes[i] = self._defer(item, outcome)
+            else:
+                self._after(item, outcome)
         return pack(outcomes)
+
+    def _after(self, item: CoordinatorItem, outcome: Any) -> None:
+        """What the actor does about a finished operation besides answering it."""
+        op = item.op
+        if op.follows_up:
+            self.share_state.after(item, outcome)
+        if op.watched:
+            self._observe(item)
+        elif op.commits:
+            metrics_registry.inc("offset_commits")
+
+    def _defer(self, item: CoordinatorItem, future: asyncio.Future) -> Deferred:
+        ticket = next(self._tickets)
+        self._deferred[ticket] = future
+
+        def finished(f: asyncio.Future) -> None:
+            outcome = self.host.outcome(f)
+            if not isinstance(outcome, BaseException):
+                self._after(item, outcome)
+            # Kept for the gateway to collect; dropped after a while if it never does (it died).
+            asyncio.get_running_loop().call_later(DEFERRED_KEPT_S, self._deferred.pop, ticket, None)
+
+        future.add_done_callback(finished)
+        return Deferred(self.host.name, self.incarnation, ticket)
+
+    async def deferred(self, incarnation: str, ticket: int) -> Any:
+        """The outcome of an operation `execute` answered Deferred (Endpoint.COORDINATOR_DEFERRED),
+        once it has one. Unknown to this incarnation (it restarted, or the outcome waited
+        uncollected past DEFERRED_KEPT_S): COORDINATOR_NOT_AVAILABLE, which the client retries."""
+        future = self._deferred.get(ticket) if incarnation == self.incarnation else None
+        if future is None:
+            return Failed(ErrorCode.coordinator_not_available, "the operation's outcome is no longer held")
+        await asyncio.wait([future])
+        self._deferred.pop(ticket, None)
+        outcome = self.host.outcome(future)
+        if isinstance(outcome, BaseException):
+            raise outcome  # an operation's own failure fails its call, as in `execute`
+        return outcome
 
     async def execute_parked(self, items: list[ParkedItem]) -> list[Any]:
         """Start operations that may park; each answers later on its gateway's channel

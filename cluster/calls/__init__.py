@@ -18,7 +18,7 @@ from cluster.calls.items import (
 )
 from cluster.calls.kinds import ActorKind
 from cluster.calls.operations import CoordinatorOp, Endpoint, ShareStateOp
-from cluster.calls.outcomes import Failed, Listing, LogEnd
+from cluster.calls.outcomes import Deferred, Failed, Listing, LogEnd
 from cluster.calls.packing import pack, unpack
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "CoordinatorCall",
     "CoordinatorItem",
     "CoordinatorOp",
+    "Deferred",
     "Endpoint",
     "Failed",
     "FetchItem",

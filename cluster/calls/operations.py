@@ -126,6 +126,9 @@ class Endpoint(_PickledByName):
 
     COORDINATOR = (ActorKind.GROUP_COORDINATOR, "execute", True, True)
     COORDINATOR_PARKED = (ActorKind.GROUP_COORDINATOR, "execute_parked", True, False)
+    # The outcome of an operation `execute` answered Deferred, one call each (they are rare: an
+    # operation still waiting for its commit when its batch's call returned).
+    COORDINATOR_DEFERRED = (ActorKind.GROUP_COORDINATOR, "deferred", False, False)
     SHARE_STATE = (ActorKind.SHARE_COORDINATOR, "execute", True, False)
     PRODUCE = (ActorKind.PARTITION_LEADER, "produce", True, False)
     LIST_OFFSETS = (ActorKind.PARTITION_LEADER, "list_offsets", True, False)

@@ -21,6 +21,19 @@ class Failed:
 
 
 @message
+class Deferred:
+    """A coordinator's answer for an operation not finished within its call (it waits for a
+    write the replicas have not committed yet): the call returns without it, so that one stalled
+    partition does not hold the answers of every other partition's operations behind it (the
+    gateway keeps two calls under way per coordinator), and the caller asks for the outcome on a
+    call of its own (Endpoint.COORDINATOR_DEFERRED), as Kafka answers a delayed request alone."""
+
+    actor: str
+    incarnation: str
+    ticket: int
+
+
+@message
 class Listing:
     """ListGroups over every coordinator: the groups, or the error that makes the answer partial."""
 

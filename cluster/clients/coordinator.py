@@ -18,7 +18,7 @@ from kio.schema.errors import ErrorCode
 from coordinator.hashing import group_partition
 
 from cluster.calls.kinds import ActorKind
-from cluster.calls import CoordinatorCall, CoordinatorOp, Endpoint, Failed, Listing, ParkedItem
+from cluster.calls import CoordinatorCall, CoordinatorOp, Deferred, Endpoint, Failed, Listing, ParkedItem
 from cluster.clients.failures import ACTOR_GONE, ACTOR_LOST
 from cluster.clients.parked_answers import ParkedAnswers
 from cluster.metadata import CONSUMER_OFFSETS
@@ -58,9 +58,24 @@ class CoordinatorClient:
                 outcome = await self.router.call_leader(
                     CONSUMER_OFFSETS, call.partition, Endpoint.COORDINATOR, call.item, _not_coordinator
                 )
+                if isinstance(outcome, Deferred):
+                    outcome = await self._collect(outcome)
         except NoLeader as exc:
             return Failed(ErrorCode.coordinator_not_available, str(exc))
         return outcome
+
+    async def _collect(self, deferred: Deferred) -> Any:
+        """The outcome of an operation the coordinator answered Deferred (it waited for its commit
+        past its call), on a call of its own. Never run again: a coordinator lost meanwhile may
+        have run it, so the client is told to retry, as for any call lost under way."""
+        link = self.router.link(deferred.actor)
+        if link is None:
+            return Failed(ErrorCode.coordinator_not_available, f"{deferred.actor} was lost before it answered")
+        try:
+            return await link.call(Endpoint.COORDINATOR_DEFERRED, deferred.incarnation, deferred.ticket)
+        except ACTOR_LOST:
+            await self.router.refresh()
+            return Failed(ErrorCode.coordinator_not_available, f"{deferred.actor} was lost before it answered")
 
     async def _parked(self, call: CoordinatorCall) -> Any:
         """An operation that may park: started with a ticket, answered on the gateway's channel to
