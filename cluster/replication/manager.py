@@ -109,6 +109,8 @@ class ReplicaManager:
         self._applying = asyncio.Lock()
         self._applied: dict[TP, int] = {}  # the partition epoch last applied, removals included
         self._topic_ids: dict[TP, uuid.UUID] = {}  # the topic each open replica's log belongs to
+        # A followed compacted log's segment count after its last compaction (_compact_follower).
+        self._compacted_at: dict[TP, int] = {}
         self._closed = False
 
     # -- the controller's word -------------------------------------------------------------------
@@ -167,6 +169,7 @@ class ReplicaManager:
     async def _remove(self, tp: TP) -> None:
         """Left the assignment (a completed reassignment): Kafka's StopReplica with deletion."""
         self._topic_ids.pop(tp, None)
+        self._compacted_at.pop(tp, None)
         if self.on_demote is not None and (held := self.replicas.get(tp)) is not None and held.leads:
             await self.on_demote(tp)
         replica = self.replicas.pop(tp, None)
@@ -402,7 +405,28 @@ class ReplicaManager:
                 log.exception("replica of %s-%s: applying the leader's answer failed", *tp)
                 error = ErrorCode.kafka_storage_error
             errors += error is not ErrorCode.none
+            if error is ErrorCode.none:
+                self._compact_follower(tp, replica)
         return errors
+
+    def _compact_follower(self, tp: TP, replica: LogReplica) -> None:
+        """On the I/O thread, after a follower's append: Kafka's cleaner runs on every replica of
+        a compacted topic, so a follower's copy (a coordinator's __consumer_offsets or
+        __share_group_state on another node) is compacted too, once a segment has rolled since
+        its last pass, below its own high watermark: never past what is committed, which no
+        truncation cuts. Without it a follower's copy grew until it led, and a coordinator that
+        then led it replayed all of it."""
+        partition_log = replica.log
+        if replica.leads or not partition_log.config.compacted or partition_log.failed:
+            return
+        count = partition_log.segment_count
+        if count < 2 or count <= self._compacted_at.get(tp, 1):
+            return
+        try:
+            partition_log.compact(self.clock.now_ms(), replica.high_watermark)
+        except Exception:  # noqa: BLE001 - the copy stays as it was; the next roll tries again
+            log.exception("replica of %s-%s: compacting the follower's copy failed", *tp)
+        self._compacted_at[tp] = partition_log.segment_count
 
     async def compact(self, tp: TP, now_ms: int) -> None:
         """Compact a leader's log below its high watermark, on the I/O thread (beside appends)."""

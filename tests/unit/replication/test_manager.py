@@ -15,7 +15,7 @@ from cluster.runtime.wakeups import SystemClock
 from cluster.replication.log_replica import ReplicaFetched, ReplicationConfig
 from cluster.replication.manager import FetcherConfig, ReplicaManager
 from cluster.replication.registration import PartitionRegistration, reassign
-from tests.unit.log_helpers import one
+from tests.unit.log_helpers import batch, one, records
 from tests.unit.replication.controller_side import TP, ControllerSide, Link
 
 # A lag time well past any stall a busy machine gives a fetcher, so that only the test meant to
@@ -27,16 +27,18 @@ FAST = FetcherConfig(max_wait_ms=50, backoff_ms=20, alter_retry_ms=20)
 class Cluster(ControllerSide):
     """Managers as the hosts."""
 
-    def __init__(self, tmp_path, replicas=(0, 1, 2), config: ReplicationConfig = CONFIG) -> None:
+    def __init__(self, tmp_path, replicas=(0, 1, 2), config: ReplicationConfig = CONFIG,
+                 log_config: LogConfig = LogConfig()) -> None:
         super().__init__(replicas)
         self.tmp_path = tmp_path
         self.config = config
+        self.log_config = log_config
         self.link_wrapper = lambda link: link
 
     async def start(self, replica: int) -> ReplicaManager:
         self.incarnations[replica] = self.incarnations.get(replica, -1) + 1
         manager = ReplicaManager(
-            replica, self.incarnations[replica], self.tmp_path / str(replica), LogConfig(), self.config, SystemClock(),
+            replica, self.incarnations[replica], self.tmp_path / str(replica), self.log_config, self.config, SystemClock(),
             lambda source: self.link_wrapper(Link(self, source)), self, FAST,
         )
         self.hosts[replica] = manager
@@ -258,6 +260,37 @@ def test_an_isr_change_proposed_after_the_push_overtook_its_answer_is_still_sent
         await cluster.start(2)
         await cluster.leader().append(TP, [one(1)], acks_all=False, timeout_ms=1_000)
         await until(lambda: set(cluster.registration.isr) == {0, 1, 2})
+        await cluster.close()
+
+    run(main())
+
+
+def test_a_followers_copy_of_a_compacted_log_is_compacted_below_its_high_watermark(tmp_path):
+    """Kafka's cleaner runs on every replica: a follower's copy of a compacted topic (a
+    coordinator's __consumer_offsets on another node) is compacted once its segments roll, below
+    its own high watermark, and keeps the latest value of every key, as the leader's does."""
+    cluster = Cluster(tmp_path, log_config=LogConfig(compacted=True, segment_bytes=700))
+
+    async def main():
+        for r in (0, 1, 2):
+            await cluster.start(r)
+        written = 0
+        for round_ in range(40):
+            for key in range(4):
+                error, _ = await cluster.leader().append(
+                    TP, [batch([(b"key-%d" % key, b"value-%d-%d" % (key, round_))])], acks_all=True, timeout_ms=10_000)
+                assert error is ErrorCode.none
+                written += 1
+        leader = cluster.leader()
+        followers = [m for m in cluster.hosts.values() if m is not leader]
+        end = leader.replicas[TP].log.end_offset
+        await until(lambda: all(m.replicas[TP].log.end_offset == end for m in followers))
+        for manager in followers:
+            copy = records(manager.replicas[TP].log)
+            assert len(copy) < written  # compacted (the leader's log is not: nothing compacts it here)
+            latest = {key: value for _, key, value in copy}
+            assert latest == {b"key-%d" % k: b"value-%d-39" % k for k in range(4)}
+        assert len(records(leader.replicas[TP].log)) == written
         await cluster.close()
 
     run(main())
