@@ -2,7 +2,7 @@
 
 Gateways batch requests per actor per loop tick: `execute` (Endpoint.COORDINATOR, packed) for
 operations that answer at once (heartbeats, commits, offset fetches, share heartbeats, ...; one
-still waiting for its commit after DEFER_AFTER_S is answered Deferred and collected with
+still waiting for its commit after `raygroups.coordinator.defer.after.ms` is answered Deferred and collected with
 `deferred`), `execute_parked` for those that may park (CoordinatorOp.parks: JoinGroup, SyncGroup), whose
 answers come back on the gateway's one long-lived channel (`answers_stream`, answer_channels.py),
 those released together in one item. Each item's operation says what runs (`op.run`) and what
@@ -47,11 +47,6 @@ from cluster.clients.routing import Router
 from cluster.runtime import LoadInProgress, NotCoordinator
 from cluster.services.share_group_state import ShareGroupState
 
-# An operation of `execute` still running after this long is answered Deferred: its batch's call
-# returns with the rest (the gateway keeps two calls under way per coordinator, and what waits for
-# a stalled partition's commit would hold every other partition's answers behind it). Long
-# beside a write committed at once (an fsync, or a follower's fetch), short beside a session.
-DEFER_AFTER_S: float | None = 0.1  # None: never (every operation answered with its batch)
 DEFERRED_KEPT_S = 60.0  # an outcome no gateway collected (it died) is dropped after this
 
 
@@ -106,6 +101,13 @@ class GroupCoordinator(CoordinatorActorBody):
         self.host.after_load = self.share_state.update_topics
         self.rebalances = RebalanceWatch()
         self.channels = AnswerChannels()
+        # An operation of `execute` still running after this long is answered Deferred: its batch's
+        # call returns with the rest (the gateway keeps two calls under way per coordinator, and what
+        # waits for a stalled partition's commit would hold every other partition's answers behind
+        # it). Long beside a write committed at once (an fsync, a follower's fetch), short beside a
+        # session. None: never.
+        defer_ms = config["raygroups.coordinator.defer.after.ms"]
+        self.defer_after_s: float | None = None if defer_ms < 0 else defer_ms / 1000
         self._tickets = itertools.count()
         self._deferred: dict[int, asyncio.Future] = {}  # ticket -> an operation answered Deferred
         # Names outlive actors (a restarted coordinator keeps its name): a gateway tells this
@@ -139,11 +141,11 @@ class GroupCoordinator(CoordinatorActorBody):
 
     async def execute(self, packed: bytes | list[CoordinatorItem]) -> bytes | list[Any]:
         """Run a batch of operations that answer at once; the batch and its answers cross packed
-        (Endpoint.COORDINATOR). One still running after DEFER_AFTER_S (waiting for a commit the
+        (Endpoint.COORDINATOR). One still running after `defer_after_s` (waiting for a commit the
         replicas have not made: a follower slow or gone, until the ISR shrinks) is answered
         Deferred, its outcome asked for on a call of its own (`deferred`)."""
         items: list[CoordinatorItem] = unpack(packed)
-        outcomes = await self.host.execute_within(CONSUMER_OFFSETS, items, DEFER_AFTER_S)
+        outcomes = await self.host.execute_within(CONSUMER_OFFSETS, items, self.defer_after_s)
         for i, (item, outcome) in enumerate(zip(items, outcomes)):
             if isinstance(outcome, asyncio.Future):
                 outcomes[i] = self._defer(item, outcome)
@@ -164,6 +166,7 @@ class GroupCoordinator(CoordinatorActorBody):
     def _defer(self, item: CoordinatorItem, future: asyncio.Future) -> Deferred:
         ticket = next(self._tickets)
         self._deferred[ticket] = future
+        metrics_registry.inc("coordinator_deferred_answers")
 
         def finished(f: asyncio.Future) -> None:
             outcome = self.host.outcome(f)

@@ -53,6 +53,9 @@ CATALOG: dict[str, MetricName] = {
                                               "none (Kafka counts rebalances only)"),
     "offset_commits": MetricName("counter", "OffsetCommit operations run",
                                  "kafka.server:type=group-coordinator-metrics,name=offset-commit-count"),
+    "coordinator_deferred_answers": MetricName("counter", "Operations a group coordinator answered apart from their "
+                                               "batch, still waiting for their commit (Deferred)",
+                                               "none (Kafka: the DelayedProduce purgatory's size is nearest)"),
     "partition_load_time_ms": MetricName("histogram", "Time to load (replay) a partition on becoming its leader, by actor kind (ms)",
                                          "kafka.server:type=group-coordinator-metrics,name=partition-load-time-max;"
                                          " ShareGroupMetrics PartitionLoadTimeMs"),

@@ -83,7 +83,9 @@ def test_kafkas_window_is_counted_not_judged(monkeypatch):
     found before operations waiting for their commit were answered Deferred (one message more
     through the world's network moves it): they are not deferred here, so that it stays the
     same (test_the_seeds_reach_assignments_failovers_and_moves runs them deferred)."""
-    monkeypatch.setattr("cluster.actors.group_coordinator.DEFER_AFTER_S", None)
+    answered_together = CoordinatorHost.execute_within
+    monkeypatch.setattr(CoordinatorHost, "execute_within",
+                        lambda host, topic, items, within_s: answered_together(host, topic, items, None))
     assert run(430, steps=400).coverage()["consumer partitions taken after the coordinator let them go (Kafka's window)"] == 1
     monkeypatch.setattr(consumer_members.ConsumerMember, "doubtful", property(lambda self: False, lambda self, v: None))
     with pytest.raises(Violation, match="c0 believes it owns events-1,events-2,events-3, which the coordinator no longer"):
