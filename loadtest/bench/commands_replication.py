@@ -13,8 +13,8 @@ the previous record (the acknowledgement's share state likewise in __share_group
 one-record acks=all Produce, and Heartbeat (which writes nothing) as the control. What a
 replicated write costs is the ratio. Then, in the RF 3 cluster, a worker node is removed without
 a goodbye (as a machine that dies) and the time until every partition of the topic and of both
-internal topics is led again is measured, as clients see it (Metadata): most of it is Ray
-noticing the node is gone (its health checks), the rest the controller's election.
+internal topics is led again is measured from the start of the removal, as clients see it
+(Metadata): Ray reporting the node's actors dead, then the controller's election.
 
 The three nodes share this machine's cores and disk, so RF 3 writes each record to three files on
 one disk, and a follower's fetch is a Ray call between processes here: a figure for the
@@ -167,7 +167,7 @@ def replication(
               {k: v for k, v in results.items() if k != "node_loss_s"}, figures)
     console.print(t)
     console.print(f"a worker node removed without a goodbye: every RF-3 partition (the topic's and both internal "
-                  f"topics') led again after [bold]{results['node_loss_s']['seconds']:.1f} s[/] (Ray's health checks "
-                  f"notice the node first)")
+                  f"topics') led again [bold]{results['node_loss_s']['seconds']:.1f} s[/] after its removal began (Ray "
+                  f"reports its actors dead, then the controller elects from the ISR)")
     if json_out:
         json_out.write_text(json.dumps(results, indent=2))
