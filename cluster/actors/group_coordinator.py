@@ -169,11 +169,11 @@ class GroupCoordinator(CoordinatorActorBody):
         metrics_registry.inc("coordinator_deferred_answers")
 
         def finished(f: asyncio.Future) -> None:
+            # Kept for the gateway to collect; dropped after a while if it never does (it died).
+            asyncio.get_running_loop().call_later(DEFERRED_KEPT_S, self._deferred.pop, ticket, None)
             outcome = self.host.outcome(f)
             if not isinstance(outcome, BaseException):
                 self._after(item, outcome)
-            # Kept for the gateway to collect; dropped after a while if it never does (it died).
-            asyncio.get_running_loop().call_later(DEFERRED_KEPT_S, self._deferred.pop, ticket, None)
 
         future.add_done_callback(finished)
         return Deferred(self.host.name, self.incarnation, ticket)

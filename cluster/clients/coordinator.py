@@ -72,10 +72,15 @@ class CoordinatorClient:
         if link is None:
             return Failed(ErrorCode.coordinator_not_available, f"{deferred.actor} was lost before it answered")
         try:
-            return await link.call(Endpoint.COORDINATOR_DEFERRED, deferred.incarnation, deferred.ticket)
+            outcome = await link.call(Endpoint.COORDINATOR_DEFERRED, deferred.incarnation, deferred.ticket)
         except ACTOR_LOST:
             await self.router.refresh()
             return Failed(ErrorCode.coordinator_not_available, f"{deferred.actor} was lost before it answered")
+        if _not_coordinator(outcome):
+            # The partition moved while the operation waited (it may have run): not sent again,
+            # but the map is brought up to date for the client's retry, as call_leader does.
+            await self.router.refresh()
+        return outcome
 
     async def _parked(self, call: CoordinatorCall) -> Any:
         """An operation that may park: started with a ticket, answered on the gateway's channel to

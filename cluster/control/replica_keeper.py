@@ -300,6 +300,7 @@ class ReplicaKeeper:
             self.answered.setdefault(name, now)  # a new host's session starts now
         preferred = self.preferred_every_s is not None and now >= self.preferred_at
         balanced = False  # a preferred replica elected (periodically, or at an adoption's end)
+        settled: set[TP] = set()  # adopted partitions led by their preferred replica, once written
         began = time.time()
         async with self.lock:
             registrations = dict(self.meta().registrations)
@@ -315,7 +316,7 @@ class ReplicaKeeper:
                     balanced = balanced or chosen.leader != new.leader
                     new = chosen
                 if tp in self.adopted and not new.reassigning and new.leader == new.replicas[0]:
-                    self.adopted.discard(tp)
+                    settled.add(tp)
                 seen[tp] = alive
                 if new != reg:
                     changes[tp] = new
@@ -333,6 +334,7 @@ class ReplicaKeeper:
                                        f"({elected} new leaders)")
             # Only once durable: a pass whose write failed sees the same difference next time.
             self.seen = seen
+            self.adopted -= settled
             self.answers = {tp: a for tp, a in self.answers.items() if tp in registrations}
             adopted = await self._adopt()
         # The hosts first: a gateway routed by the new map finds its leader already leading.

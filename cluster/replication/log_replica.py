@@ -221,6 +221,11 @@ class LogReplica:
         self._persist_epochs()
         return ErrorCode.none
 
+    def cut_at_log_end(self) -> None:
+        """The log was cut below where this follower had it (a read found a corrupt batch): fetch
+        again from its end, the epoch history cut with it."""
+        self._truncate(self.log.end_offset)
+
     def _truncate(self, offset: int) -> None:
         self.log.truncate_replica(offset)
         assert self.follower is not None

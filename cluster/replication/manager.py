@@ -422,10 +422,21 @@ class ReplicaManager:
         count = partition_log.segment_count
         if count < 2 or count <= self._compacted_at.get(tp, 1):
             return
+        end = partition_log.end_offset
         try:
             partition_log.compact(self.clock.now_ms(), replica.high_watermark)
         except Exception:  # noqa: BLE001 - the copy stays as it was; the next roll tries again
             log.exception("replica of %s-%s: compacting the follower's copy failed", *tp)
+        if partition_log.end_offset < end:
+            # Its read found a corrupt batch and cut the log there (a follower's compaction may be
+            # the first read of its older segments): the follower fetches again from the cut,
+            # rather than from its old end over a hole.
+            log.warning("replica of %s-%s: the follower's copy was cut at %d by a corrupt batch",
+                        tp[0], tp[1], partition_log.end_offset)
+            try:
+                replica.cut_at_log_end()
+            except Exception:  # noqa: BLE001 - a log that cannot be cut refuses appends from now on
+                log.exception("replica of %s-%s: cutting the follower after a corrupt batch failed", *tp)
         self._compacted_at[tp] = partition_log.segment_count
 
     async def compact(self, tp: TP, now_ms: int) -> None:
