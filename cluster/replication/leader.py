@@ -174,7 +174,8 @@ class LeaderState:
 
         Committed: the ISR is what the controller recorded. INELIGIBLE_REPLICA or
         OPERATION_NOT_ATTEMPTED: the controller says the change was not applied and never will be
-        (answer_alter_partition), so the committed ISR stands. Any other error (a fenced
+        (answer_alter_partition), so the committed ISR stands; after INELIGIBLE_REPLICA the
+        joiners wait for their next fetch to count again. Any other error (a fenced
         epoch, a partition epoch the controller moved past, perhaps by applying this very change
         whose first answer was lost) leaves the change pending, its replicas still counted, until
         the metadata brings the registration: dropping it could let the high watermark pass a
@@ -186,7 +187,17 @@ class LeaderState:
                 return
             self.pending = None
             self.metadata(registration, now_ms)
-        elif error in (ErrorCode.ineligible_replica, ErrorCode.operation_not_attempted):
+        elif error is ErrorCode.ineligible_replica:
+            self.pending = None
+            # The controller takes a joiner named here as dead, fenced or restarted: Kafka's
+            # isReplicaIsrEligible then stops it holding the high watermark as "caught up, about
+            # to join". Forget its progress until its next fetch, as metadata() does for a member
+            # the controller removed; a dead joiner would otherwise hold every write for
+            # replica.lag.time.max.ms.
+            for r in request.new_isr:
+                if r not in self.isr and r in self.followers:
+                    self.followers[r] = FollowerProgress(incarnation=self.followers[r].incarnation)
+        elif error is ErrorCode.operation_not_attempted:
             self.pending = None
         self._advance_high_watermark(now_ms)
 

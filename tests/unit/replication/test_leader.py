@@ -473,20 +473,34 @@ def test_pending_change_is_kept_and_counted_on_errors_other_than_ineligible(erro
 
 
 def test_pending_change_is_dropped_on_ineligible_replica():
+    # Kafka's maybeIncrementLeaderHW waits for a caught-up joiner only while isReplicaIsrEligible:
+    # the controller's refusal says it is not (its host died, was fenced or restarted), so the
+    # high watermark no longer waits for it, though it caught up within the lag time.
     state = pending_expansion()
     state.isr_change_answered(state.pending, ErrorCode.ineligible_replica, None, T0)
     assert state.pending is None
     assert state.isr == (1, 2)
     assert state.maximal_isr == (1, 2)
-    # No longer a member; caught up at T0, it is still waited for as a replica that may join.
-    assert state.high_watermark == 10
-
-
-def test_ineligible_replica_answered_after_the_joiners_lag_time_frees_the_high_watermark():
-    state = pending_expansion()
-    state.isr_change_answered(state.pending, ErrorCode.ineligible_replica, None, T0 + LAG + 1)
-    assert state.pending is None
     assert state.high_watermark == 20
+
+
+def test_a_refused_joiner_counts_again_from_its_next_fetch():
+    state = pending_expansion()
+    state.isr_change_answered(state.pending, ErrorCode.ineligible_replica, None, T0)
+    state.appended(30, T0)
+    fetch(state, 3, 30, T0 + 1)  # alive after all: caught up, about to join again
+    state.appended(40, T0 + 1)
+    fetch(state, 2, 40, T0 + 1)
+    assert state.high_watermark == 30  # waits for it again
+    change = state.maybe_expand_isr(3)
+    assert change is not None and change.new_isr == (1, 2, 3)
+
+
+def test_operation_not_attempted_keeps_the_joiners_progress():
+    state = pending_expansion()
+    state.isr_change_answered(state.pending, ErrorCode.operation_not_attempted, None, T0)
+    assert state.pending is None
+    assert state.high_watermark == 10  # caught up at T0: still waited for as a replica about to join
 
 
 def test_answer_to_a_change_no_longer_pending_is_ignored():
