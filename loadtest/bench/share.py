@@ -141,14 +141,15 @@ async def coordinator_write_rates(controller: Any, seconds: float, writers: int)
     from sharestate import messages as m
     from sharestate.records import StateBatch
 
-    from cluster.calls import CoordinatorItem, CoordinatorOp, Endpoint, Failed
-    from cluster.metadata import CONSUMER_OFFSETS
+    from cluster.calls import CoordinatorCall, CoordinatorOp, Failed
+    from cluster.clients.coordinator import CoordinatorClient
     from cluster.clients.controller import ControllerClient
     from cluster.clients.persister import Persister
     from cluster.clients.routing import Router
 
     router = Router(controller, await ControllerClient(controller).leadership())
     persister = Persister(router, 50)
+    coordinators = CoordinatorClient(router, 50)
     topic_id = uuid.uuid4()
     groups = [f"bench-state-{i}" for i in range(writers)]
     answers = await asyncio.gather(
@@ -187,10 +188,9 @@ async def coordinator_write_rates(controller: Any, seconds: float, writers: int)
             group_id=groups[i], generation_id=-1, member_id="", group_instance_id=None,
             topics=(("bench-topic", (CommitPartition(0, n, -1, ""),)),), retention_time_ms=-1, api_version=9,
         )
-        outcome = await router.call_leader(
-            CONSUMER_OFFSETS, p, Endpoint.COORDINATOR, lambda epoch: CoordinatorItem(CoordinatorOp.COMMIT, p, epoch, request),
-            lambda r: isinstance(r, Failed),
-        )
+        # Through the gateway's client, so that a commit answered Deferred (still waiting for its
+        # replicas past its call) counts only once its outcome is collected.
+        outcome = await coordinators.call(CoordinatorCall(CoordinatorOp.COMMIT, p, request))
         assert not isinstance(outcome, Failed), outcome
 
     return {"commit_wps": await closed_loop(offset_commit), "share_wps": await closed_loop(share_write)}
