@@ -95,7 +95,9 @@ def print_status(state: dict[str, Any], actor_list: list[dict[str, Any]]) -> Non
     for group_type, by_state in sorted(state.get("groups", {}).items()):
         for group_state, count in sorted(by_state.items()):
             groups.add_row(group_type, group_state, str(count))
-    if not state.get("groups"):
+    if state.get("groups_error"):
+        groups.add_row("", f"[yellow]unknown: {state['groups_error']}[/]", "")
+    elif not state.get("groups"):
         groups.add_row("", "none yet", "0")
     console.print(groups)
     share_partitions = [sp for a in actor_list for sp in a.get("share_partitions") or []]

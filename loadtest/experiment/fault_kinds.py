@@ -71,10 +71,16 @@ async def _restart_cluster(injector: Any, injected: Any, cluster: Any) -> None:
 async def _kill_node(injector: Any, injected: Any, cluster: Any) -> None:
     if cluster is None or cluster.nodes is None:
         raise FaultError("kill-node needs the Ray nodes the experiment started")
-    cluster.nodes.remove(injected.spec.node)  # in the loop's (main) thread: Ray's node code wants it
+    # Ray's remove_node kills the node's processes at once, then waits for each to exit, which
+    # took ten seconds and more here. On this loop it stopped every member the experiment runs
+    # for that long (their heartbeats, commits and fetches all live here), so the run measured
+    # its own stall as the cluster's recovery: it runs on a thread (only starting nodes needs
+    # the main thread, for Ray's signal handlers).
+    removal = asyncio.create_task(asyncio.to_thread(cluster.nodes.remove, injected.spec.node))
     # The lost node's actors may answer for a second or so after it is removed, until Ray sees
     # them gone: the fault is over only once the controller has moved their partitions.
     injected.ended_ms = await injector.led_elsewhere(injected)
+    await removal
     if injected.ended_ms is None:
         raise FaultError(
             f"the partitions of node {injected.spec.node}'s actors were not moved within {injector.move_timeout_s:.0f} s"

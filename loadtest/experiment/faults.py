@@ -201,7 +201,9 @@ class FaultInjector:
         deadline = time.monotonic() + (self.move_timeout_s if timeout_s is None else timeout_s)
         while time.monotonic() < deadline:
             try:
-                status = await self.admin.call("status", timeout=10)
+                # Without the groups' listing: a coordinator of the lost node holds it until Ray
+                # declares the actor dead, seconds after the controller moved its partitions.
+                status = await self.admin.call("status", timeout=10, groups=False)
             except AdminError:  # the gateway asked was on the lost node: the next one is tried next time
                 status = None
             if status is not None:
