@@ -331,8 +331,10 @@ def test_a_group_keeps_its_generation_and_commits_through_the_loss_of_its_coordi
     partition is led on a worker node joins and commits; that node is removed; a replica on
     another node leads the partition (its own copy of the log, replayed), the member's heartbeats
     at the same generation are answered without a rebalance, and the offsets it committed are
-    read back. The adopted partitions' leaders are spread (each adoption ends with its preferred
-    replica leading), so a worker node leads some."""
+    read back. A confluent-kafka consumer of KIP-848's protocol, in a group of the same partition,
+    keeps its partitions through the loss (nothing revoked or lost), reads what is produced after
+    it and commits through the new leader. The adopted partitions' leaders are spread (each
+    adoption ends with its preferred replica leading), so a worker node leads some."""
     partitions = described(head(raygroups), "__consumer_offsets")
     head_broker = broker_of_node(raygroups)[nodes.head_node.node_id]
     group = next(f"survivor-{i}" for i in range(10_000)
@@ -369,15 +371,91 @@ def test_a_group_keeps_its_generation_and_commits_through_the_loss_of_its_coordi
             return sorted((p.partition_index, p.committed_offset) for p in answer.topics[0].partitions)
 
         commit(200)  # acknowledged: in every in-sync copy of the partition
-        nodes.remove_node(victim, allow_graceful=False)
-        wait_for(lambda: described(head(raygroups), "__consumer_offsets")[partition][0] not in (leader_broker_before, -1),
-                 120, "the coordinator partition led on another node", raygroups, "__consumer_offsets")
-        beat = retry_moving(lambda: client.call(ApiKey.HEARTBEAT, 3, {
-            "group_id": group, "generation_id": generation, "member_id": member, "group_instance_id": None}))
-        assert beat.error_code == ErrorCode.none, beat  # the same generation: no rebalance
-        assert fetched() == [(p, 200 + p) for p in range(PARTITIONS)]
-        commit(300)  # the new leader takes writes: two in-sync copies left, min.insync.replicas 2
-        assert fetched() == [(p, 300 + p) for p in range(PARTITIONS)]
+        # A real client of KIP-848's protocol in a group of the same coordinator partition.
+        consumer_group = next(f"survivor-848-{i}" for i in range(10_000)
+                              if group_partition(f"survivor-848-{i}", len(partitions)) == partition)
+        with ConsumerProtocolMember(head(raygroups), consumer_group, topic) as real:
+            real.poll_until(lambda: len(real.assigned) == PARTITIONS and real.read, "its partitions and records")
+            nodes.remove_node(victim, allow_graceful=False)
+            wait_for(lambda: described(head(raygroups), "__consumer_offsets")[partition][0] not in (leader_broker_before, -1),
+                     120, "the coordinator partition led on another node", raygroups, "__consumer_offsets")
+            beat = retry_moving(lambda: client.call(ApiKey.HEARTBEAT, 3, {
+                "group_id": group, "generation_id": generation, "member_id": member, "group_instance_id": None}))
+            assert beat.error_code == ErrorCode.none, beat  # the same generation: no rebalance
+            assert fetched() == [(p, 200 + p) for p in range(PARTITIONS)]
+            commit(300)  # the new leader takes writes: two in-sync copies left, min.insync.replicas 2
+            assert fetched() == [(p, 300 + p) for p in range(PARTITIONS)]
+
+            # The consumer-protocol member kept its partitions (its heartbeats to the new
+            # coordinator, at the same member epoch, were answered: nothing revoked or lost), reads
+            # what is produced after the loss and commits it through the new leader.
+            after = confluent_produce(head(raygroups), topic, records(30, PARTITIONS, "after-loss"), **IDEMPOTENT)
+            wanted = {(r.partition, r.offset) for r in after}
+            real.poll_until(lambda: wanted <= real.read, "the records produced after the loss")
+            ends = real.commit_read()
+            assert real.events == [("assign", PARTITIONS)], real.events
+        reader = Consumer({"bootstrap.servers": head(raygroups), "group.id": consumer_group})
+        try:
+            committed = reader.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=30)
+        finally:
+            reader.close()
+        assert sorted((tp.partition, tp.offset) for tp in committed) == sorted(ends.items())
+
+
+class ConsumerProtocolMember:
+    """confluent-kafka with group.protocol=consumer: what its group gave it and took away, and the
+    (partition, offset) of every record it read."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        self.events: list[tuple[str, int]] = []
+        self.assigned: set[int] = set()
+        self.read: set[tuple[int, int]] = set()
+        self.topic = topic
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+                                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        self.consumer.subscribe([topic], on_assign=self._assign, on_revoke=self._revoke, on_lost=self._lost)
+
+    def _assign(self, _consumer, partitions) -> None:
+        self.events.append(("assign", len(partitions)))
+        self.assigned |= {tp.partition for tp in partitions}
+
+    def _revoke(self, _consumer, partitions) -> None:
+        if partitions:
+            self.events.append(("revoke", len(partitions)))
+            self.assigned -= {tp.partition for tp in partitions}
+
+    def _lost(self, _consumer, partitions) -> None:
+        self.events.append(("lost", len(partitions)))
+        self.assigned -= {tp.partition for tp in partitions}
+
+    def poll_until(self, done, what: str, timeout: float = 90) -> None:
+        deadline = time.time() + timeout
+        while not done():
+            assert time.time() < deadline, f"{what} not within {timeout:.0f} s: {self.events}"
+            message = self.consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                self.read.add((message.partition(), message.offset()))
+
+    def commit_read(self) -> dict[int, int]:
+        """Commit the position after the last record read of each partition; retried while the
+        coordinator is still moving, as an application would."""
+        ends = {p: max(o for q, o in self.read if q == p) + 1 for p in {p for p, _ in self.read}}
+        offsets = [TopicPartition(self.topic, p, o) for p, o in ends.items()]
+        deadline = time.time() + 60
+        while True:
+            try:
+                answered = self.consumer.commit(offsets=offsets, asynchronous=False)
+                assert all(tp.error is None for tp in answered), answered
+                return ends
+            except KafkaException:
+                assert time.time() < deadline, "no commit accepted within 60 s"
+                self.consumer.poll(0.25)
+
+    def __enter__(self) -> "ConsumerProtocolMember":
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.consumer.close()
 
 
 def retry_moving(send, error_of=lambda r: r.error_code, timeout: float = 60):
