@@ -194,6 +194,9 @@ SETTINGS: dict[str, Setting] = {
                 "how long a partition that moved stays where it is before a balance pass may move it again"),
         Setting("raygroups.node.poll.ms", 2000, Int(100), "how often the controller lists the Ray cluster's nodes"),
         Setting("raygroups.actor.replace", True, Bool(), "start a replacement when an actor dies"),
+        Setting("raygroups.actor.start.timeout.ms", 120_000, Int(1),
+                "how long an actor may take to answer after it is started; one that does not is killed and "
+                "started again (Ray may never place it: its node went away, or no resources are free)"),
         Setting("raygroups.coordinator.defer.after.ms", 100, Int(-1, note="-1: never"),
                 "how long a group coordinator's batch waits for an operation before answering it apart (Deferred): "
                 "one waiting for a commit the replicas have not made does not hold the others"),

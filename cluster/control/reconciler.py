@@ -419,16 +419,21 @@ class Reconciler:
         try:
             await self._await_ready(entry)
         except Exception as exc:
-            log.error("%s did not start: %s", entry.name, exc)
+            log.error("%s did not start: %s", entry.name, exc or type(exc).__name__)
             self._spawn_failures[key] += 1
             self._spawn_at[key] = self.clock() + retry_delay(self._spawn_failures[key])
+            # Killed whatever the failure: an actor Ray places late would otherwise run beside its
+            # replacement, unwatched.
+            self.pool.kill(entry.handle)
             self.died(entry, entry.handle)
             return
         self._spawn_failures[key] = 0
         self.wake()
 
     async def _await_ready(self, entry: ActorEntry) -> None:
-        info = await self.pool.info(entry.handle)
+        # Bounded: an actor Ray never places (its node went away, no resources free) would
+        # otherwise count as starting for ever, and its kind would be one short on that node.
+        info = await self.pool.info(entry.handle, self.config["raygroups.actor.start.timeout.ms"] / 1000)
         entry.node_id = info["node_id"]
         entry.pid = info.get("pid")
         if info.get("directory_id") and self.register_directory is not None:

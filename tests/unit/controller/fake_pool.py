@@ -29,6 +29,7 @@ class FakeActor:
     replicas: Any = None  # the last ReplicaPush it was given
     paused: bool = False  # alive to Ray, answering nothing (SIGSTOP)
     slow: asyncio.Event | None = None  # pings are answered only once this is set (a loaded machine)
+    starting: asyncio.Event | None = None  # info is answered only once this is set (Ray has not placed it)
 
 
 class FakeClock:
@@ -44,12 +45,16 @@ class FakePool:
         self.spawned: list[FakeActor] = []
         self.failing_loads: Counter[TP] = Counter()  # loads of tp that fail before one succeeds
         self.failing_gateway_starts = 0
+        self.unplaced_spawns = 0  # actors spawned from now on that never start (Ray cannot place them)
 
     def by_name(self, name: str) -> FakeActor:
         return next(a for a in reversed(self.spawned) if a.name == name)
 
     def spawn(self, kind: ActorKind, name: str) -> FakeActor:
         actor = FakeActor(name, kind)
+        if self.unplaced_spawns:
+            self.unplaced_spawns -= 1
+            actor.starting = asyncio.Event()
         self.spawned.append(actor)
         return actor
 
@@ -68,6 +73,8 @@ class FakePool:
     async def info(self, handle: FakeActor, timeout: float | None = None) -> dict[str, Any]:
         if handle.dead.is_set():
             raise RuntimeError(f"{handle.name} is dead")
+        if handle.starting is not None:
+            await asyncio.wait_for(handle.starting.wait(), timeout)
         info = {"name": handle.name, "node_id": handle.node_id, "pid": 1, "partitions": sorted(handle.loaded)}
         if handle.directory is not None:
             info["directory_id"] = str(handle.directory)

@@ -156,6 +156,26 @@ def test_the_last_actor_of_a_kind_dying_without_replacement_leaves_its_partition
     run(test, tmp_path, **{"raygroups.actor.replace": False})
 
 
+def test_an_actor_that_never_starts_is_killed_and_another_started(tmp_path):
+    """Ray may never place an actor (its node went away, no resources are free): past
+    raygroups.actor.start.timeout.ms it is killed and counted as a failed start, and the next try
+    brings a replacement up. Before, it counted as starting for ever."""
+    async def test(controller, pool, clock):
+        pool.unplaced_spawns = 1
+        pool.kill(pool.by_name("share-coordinator-0"))
+        await settle(controller)
+        unplaced = pool.by_name("share-coordinator-1")
+        assert unplaced.starting is not None and unplaced.dead.is_set()  # killed
+        assert controller.actors["share-coordinator-1"].state is ActorState.DEAD
+        clock.now += 60  # past the failed start's retry delay
+        await settle(controller)
+        assert controller.actors["share-coordinator-2"].ready
+        assert {controller.leaders[(SHARE_GROUP_STATE, p)] for p in range(2)} == {"share-coordinator-2"}
+        loaded_where_led(controller, pool)
+
+    run(test, tmp_path, **{"raygroups.actor.start.timeout.ms": 100})
+
+
 def test_a_dead_gateway_restarts_on_its_port_and_retries_until_it_listens(tmp_path):
     async def test(controller, pool, clock):
         first = pool.by_name("gateway-0")
