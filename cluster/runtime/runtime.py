@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from kernel.codec import Record, RecordCodec
 from kernel.result import Result
 from kernel.snapshot import TouchedKeys, snapshot_of
+from kernel.timer import ShardCall
 
 from cluster.batching import BatchingQueue
 from cluster.log import LogConfig
@@ -28,11 +29,15 @@ from cluster.runtime.batch import BatchRunner
 from cluster.runtime.disk import LogDisk, LogOpener
 from cluster.runtime.errors import LoadInProgress, NotCoordinator, NotEnoughReplicas, StorageError, WriteTimeout
 from cluster.runtime.partition import Operation, Partition, PartitionStatus, Pending, TopicPartition, set_exception
-from cluster.runtime.timers import TimerTable
+from cluster.runtime.timers import TIMER_RETRY_BACKOFF_MS, TimerTable
 from cluster.runtime.wakeups import LoopWakeups, SystemClock, Wakeups
 from cluster.runtime.writer import LocalWriter, PartitionWriter
 
 log = logging.getLogger(__name__)
+
+# The timer of `on_loaded` run again after its first run's write was refused.
+ON_LOADED = ("raygroups", "on-loaded")
+_ON_LOADED_CALL = ShardCall("on_loaded")
 
 
 class Shard(Protocol):
@@ -161,7 +166,16 @@ class CoordinatorRuntime:
         partition.queue.resume()
         try:
             await loaded
-        except (StorageError, NotCoordinator, NotEnoughReplicas, WriteTimeout):
+        except (StorageError, NotEnoughReplicas) as exc:
+            # Its write was refused, so nothing of it happened, its timers included (the members'
+            # sessions, the offsets' expiry): it runs again as a timer operation, which the
+            # runtime retries after a back-off until its write goes through, as Kafka's
+            # coordinator retries a timer operation whose write failed.
+            log.warning("%s: the first operation after loading failed (%s); it runs again in %d ms",
+                        partition.tp, exc, TIMER_RETRY_BACKOFF_MS)
+            partition.timers.arm(ON_LOADED, TIMER_RETRY_BACKOFF_MS, _ON_LOADED_CALL, self.clock.now_ms())
+        except (NotCoordinator, WriteTimeout):
+            # Moved away (nothing to arm), or written and armed with only its answer timed out.
             log.exception("%s: the first operation after loading failed", partition.tp)
 
     async def unload(self, tp: TopicPartition) -> None:

@@ -24,7 +24,11 @@ from cluster.runtime import (
 )
 from cluster.runtime.partition import Partition
 from kernel.clock import ManualClock
-from tests.unit.test_runtime import CODEC, TP, CounterShard
+from cluster.runtime.runtime import ON_LOADED
+from cluster.runtime.timers import TIMER_RETRY_BACKOFF_MS
+from kernel.codec import Record
+from kernel.result import Result
+from tests.unit.test_runtime import CODEC, EXPIRY_MS, TP, CounterKey, CounterShard, CounterValue
 
 TIMEOUT_MS = 500  # below CounterShard's expiry (1,000 ms), so that no expiry runs meanwhile
 
@@ -256,3 +260,47 @@ def test_a_coordinator_maps_the_runtimes_refusals_as_kafka_does(exc, code):
     to look the coordinator up again; a lost leadership is NOT_COORDINATOR."""
     assert _as_error(exc).error_code == code
     assert isinstance(exc, RUNTIME_ERRORS)  # what execute() catches and answers with an error
+
+
+class LoadWritingShard(CounterShard):
+    """A shard whose first operation after loading writes (as a group shard's does for a group
+    over group.max.size) and arms a timer for every counter."""
+
+    def on_loaded(self):
+        armed = super().on_loaded()
+        value = self.values.get("loads", 0) + 1
+        return Result([Record(CounterKey("loads"), CounterValue(value))], timers=[*armed.timers, self._arm("loads")])
+
+
+def test_a_refused_first_operation_after_loading_runs_again_until_it_is_written(tmp_path):
+    """Its write refused (too few in-sync replicas), `on_loaded` left nothing, its timers (the
+    members' sessions, in a group shard) included: it runs again after the timer back-off, as
+    Kafka retries a timer operation whose write failed. Before, the partition served on with no
+    timers armed: no session ever expired."""
+    async def main():
+        local, _, _ = make(tmp_path)
+        await local.load(TP, 1)
+        await local.write(TP, 1, lambda t: local.shard(TP).incr("a"))
+        await local.close()
+
+        rt, wakeups, writer = make(tmp_path, held=True)
+        rt.shard_factory = LoadWritingShard
+        writer.high_watermark = 1  # the record "a"
+        writer.refuse = True
+        await rt.load(TP, 2)  # served: its first operation failed, and is armed to run again
+        timers = rt.partitions[TP].timers
+        assert timers.get(("expire", "a")) is None and timers.get(ON_LOADED) is not None
+        wakeups.advance(TIMER_RETRY_BACKOFF_MS)  # refused again: re-armed after the back-off
+        await until(lambda: timers.get(ON_LOADED) is not None and timers.get(ON_LOADED).seq > 1, "the second try")
+        writer.refuse = False
+        wakeups.advance(TIMER_RETRY_BACKOFF_MS)
+        await until(lambda: writer.appends == 1, "the third try's append")
+        release(rt, writer, rt.partitions[TP].written)
+        await until(lambda: timers.get(ON_LOADED) is None, "the retry done")
+        assert rt.shard(TP).values == {"a": 1, "loads": 1}  # the refused tries left nothing
+        assert timers.get(("expire", "a")) is not None and timers.get(("expire", "loads")) is not None
+        wakeups.advance(EXPIRY_MS)  # the timers it armed run
+        await until(lambda: rt.shard(TP).values == {}, "both counters expired")
+        await rt.close()
+
+    run(main)
