@@ -43,7 +43,7 @@ from cluster.record_batch_writer import write_batch
 # OffsetCommit <= 9, Metadata <= 12).
 VERSIONS = {ApiKey.API_VERSIONS: 3, ApiKey.METADATA: 12, ApiKey.JOIN_GROUP: 9, ApiKey.SYNC_GROUP: 5,
             ApiKey.HEARTBEAT: 4, ApiKey.OFFSET_COMMIT: 9, ApiKey.CREATE_TOPICS: 7, ApiKey.PRODUCE: 9,
-            ApiKey.SHARE_GROUP_HEARTBEAT: 1, ApiKey.SHARE_FETCH: 1}
+            ApiKey.SHARE_GROUP_HEARTBEAT: 1, ApiKey.SHARE_FETCH: 1, ApiKey.FIND_COORDINATOR: 3}
 SHARE_APIS = (ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH)
 ACCEPT = 1  # AcknowledgeType.ACCEPT
 QUANTILES = {"p50": 0.50, "p99": 0.99, "p999": 0.999}
@@ -220,8 +220,11 @@ class ShareFetcher:
     accepting what the previous one acquired (a ShareConsumer's steady state), on a connection of
     its own. Its heartbeat is sent untimed, between samples, when its interval is due."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str, topic_id: Any) -> None:
+    def __init__(self, bootstrap: str, group: str, topic: str, topic_id: Any, fetch_from: str | None = None) -> None:
+        """Heartbeats to `bootstrap` (the share group's coordinator), fetches from `fetch_from`
+        (the partition's leader; the same broker when not given)."""
         self.conn = Connection(bootstrap)
+        self.fetch_conn = Connection(fetch_from) if fetch_from is not None else self.conn
         self.group, self.topic, self.topic_id = group, topic, topic_id
         self.member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         self.member_epoch, self.interval_s, self.next_heartbeat = 0, 5.0, 0.0
@@ -266,15 +269,15 @@ class ShareFetcher:
 
     def _fetch(self, max_wait_ms: int) -> float:
         acks = [{"first_offset": first, "last_offset": last, "acknowledge_types": [ACCEPT]} for first, last in self.acquired]
-        frame = self.conn.encode(ApiKey.SHARE_FETCH, {
+        frame = self.fetch_conn.encode(ApiKey.SHARE_FETCH, {
             "group_id": self.group, "member_id": self.member_id, "share_session_epoch": self.session_epoch,
             "max_wait": max_wait_ms, "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 1, "batch_size": 1,
             "topics": [{"topic_id": self.topic_id, "partitions": [{"partition_index": 0, "acknowledgement_batches": acks}]}],
             "forgotten_topics_data": []})
         start = time.perf_counter_ns()
-        payload = self.conn.send(frame)
+        payload = self.fetch_conn.send(frame)
         took = (time.perf_counter_ns() - start) / 1000
-        r = self.conn.decode(ApiKey.SHARE_FETCH, payload)
+        r = self.fetch_conn.decode(ApiKey.SHARE_FETCH, payload)
         if r.error_code != ErrorCode.none:
             raise RuntimeError(f"the broker answered {ErrorCode(r.error_code).name} to ShareFetch")
         self.session_epoch += 1
@@ -289,6 +292,8 @@ class ShareFetcher:
 
     def close(self) -> None:
         self.conn.close()
+        if self.fetch_conn is not self.conn:
+            self.fetch_conn.close()
 
 
 def _assignment(topic: str) -> bytes:
@@ -302,6 +307,36 @@ def _subscription(topic: str) -> bytes:
     """ConsumerProtocolSubscription v0: version, [topics], user data (null)."""
     name = topic.encode()
     return struct.pack(">hih", 0, 1, len(name)) + name + struct.pack(">i", -1)
+
+
+def coordinator_of(conn: Connection, group: str, timeout_s: float = 60) -> str:
+    """The address of `group`'s coordinator, as FindCoordinator names it: requests are sent where a
+    Kafka client sends them, so that a cluster of several nodes is timed as its clients see it (a
+    request to another node's gateway crosses nodes once more inside the cluster)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        r = conn.call(ApiKey.FIND_COORDINATOR, {"key": group, "key_type": 0})
+        if r.error_code == ErrorCode.none:
+            return f"{r.host}:{r.port}"
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"FindCoordinator for {group} answered {ErrorCode(r.error_code).name}")
+        time.sleep(0.1)
+
+
+def leader_of(conn: Connection, topic: str, partition: int = 0, timeout_s: float = 60) -> str:
+    """The address of the broker that leads `topic`-`partition`, as Metadata names it (as a Kafka
+    producer and fetcher send to it)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        r = conn.call(ApiKey.METADATA, {"topics": [{"topic_id": None, "name": topic}], "allow_auto_topic_creation": False,
+                                        "include_topic_authorized_operations": False})
+        brokers = {b.node_id: f"{b.host}:{b.port}" for b in r.brokers}
+        leaders = [p.leader_id for t in r.topics for p in t.partitions if p.partition_index == partition]
+        if leaders and leaders[0] in brokers:
+            return brokers[leaders[0]]
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no leader of {topic}-{partition} in Metadata within {timeout_s:g} s")
+        time.sleep(0.1)
 
 
 def serves_share_groups(conn: Connection) -> bool:
@@ -322,6 +357,7 @@ def unloaded_round_trips(bootstrap: str, samples: int = 2000, warmup: int = 200,
     topic, group = f"latency-{stamp}", f"latency-{stamp}"
     conn = Connection(bootstrap)
     fetcher: ShareFetcher | None = None
+    group_conn = leader_conn = None
     try:
         created = conn.call(ApiKey.CREATE_TOPICS, {
             "topics": [{"name": topic, "num_partitions": 1, "replication_factor": replication_factor, "assignments": [],
@@ -329,14 +365,21 @@ def unloaded_round_trips(bootstrap: str, samples: int = 2000, warmup: int = 200,
             "timeout": 30_000, "validate_only": False})
         if created.topics[0].error_code not in (ErrorCode.none, ErrorCode.topic_already_exists):
             raise RuntimeError(f"CreateTopics answered {created.topics[0].error_code.name}")
-        member = GroupMember(conn, group, topic)
+        # Each request goes where a Kafka client sends it: group requests to the coordinator,
+        # Produce and ShareFetch to the partition's leader, the share heartbeat to the share
+        # group's coordinator (one broker, or one node's gateway, is all the same).
+        group_conn = Connection(coordinator_of(conn, group))
+        leader = leader_of(conn, topic)
+        leader_conn = Connection(leader)
+        member = GroupMember(group_conn, group, topic)
         member.join()
         metadata = conn.encode(ApiKey.METADATA, {"topics": [{"topic_id": None, "name": topic}],
                                                  "allow_auto_topic_creation": False,
                                                  "include_topic_authorized_operations": False})
         if serves_share_groups(conn):
             topic_id = conn.decode(ApiKey.METADATA, conn.send(metadata)).topics[0].topic_id
-            fetcher = ShareFetcher(bootstrap, f"share-{group}", topic, topic_id)
+            share_group = f"share-{group}"
+            fetcher = ShareFetcher(coordinator_of(conn, share_group), share_group, topic, topic_id, fetch_from=leader)
             fetcher.join()
         produce = conn.encode(ApiKey.PRODUCE, {
             "transactional_id": None, "acks": -1, "timeout": 30_000, "topic_data": [{"name": topic, "partition_data": [
@@ -345,16 +388,17 @@ def unloaded_round_trips(bootstrap: str, samples: int = 2000, warmup: int = 200,
             "api_versions": partial(round_trip, conn, conn.encode(ApiKey.API_VERSIONS, {
                 "client_software_name": "bench", "client_software_version": "1"})),
             "metadata": partial(round_trip, conn, metadata),
-            "heartbeat": lambda: round_trip(conn, member.frame("heartbeat")),
-            "produce": partial(round_trip, conn, produce),
-            "commit": lambda: round_trip(conn, member.frame("commit")),
+            "heartbeat": lambda: round_trip(group_conn, member.frame("heartbeat")),
+            "produce": partial(round_trip, leader_conn, produce),
+            "commit": lambda: round_trip(group_conn, member.frame("commit")),
             **({"share_fetch": fetcher.once} if fetcher else {}),  # after produce: it fetches what that wrote
         }
         # The answers of requests timed without decoding are checked once, before any sample. The
         # check's Produce is one record more than the samples: ShareFetch's warm-up takes it.
-        _answered_none(ApiKey.HEARTBEAT, lambda r: r.error_code)(conn.send(member.frame("heartbeat")))
-        _answered_none(ApiKey.OFFSET_COMMIT, lambda r: r.topics[0].partitions[0].error_code)(conn.send(member.frame("commit")))
-        _answered_none(ApiKey.PRODUCE, lambda r: r.responses[0].partition_responses[0].error_code)(conn.send(produce))
+        _answered_none(ApiKey.HEARTBEAT, lambda r: r.error_code)(group_conn.send(member.frame("heartbeat")))
+        _answered_none(ApiKey.OFFSET_COMMIT, lambda r: r.topics[0].partitions[0].error_code)(
+            group_conn.send(member.frame("commit")))
+        _answered_none(ApiKey.PRODUCE, lambda r: r.responses[0].partition_responses[0].error_code)(leader_conn.send(produce))
         taken: dict[str, list[float]] = {name: [] for name in probes}
 
         def sample(probe: Callable[[], float]) -> float:
@@ -390,7 +434,9 @@ def unloaded_round_trips(bootstrap: str, samples: int = 2000, warmup: int = 200,
     finally:
         if fetcher is not None:
             fetcher.close()
-        conn.close()
+        for c in (conn, group_conn, leader_conn):
+            if c is not None:
+                c.close()
 
 
 def join_to_stable(bootstrap: str, group: str, topic: str, samples: int, warmup: int, gap_s: float,
@@ -398,7 +444,11 @@ def join_to_stable(bootstrap: str, group: str, topic: str, samples: int, warmup:
     """JoinGroup-to-Stable of a one-member group's member joining again, on a connection and in a
     group of its own, after every other figure. A broker that does not answer within `timeout_s`
     (tansu 0.6 holds a Stable leader's JoinGroup for over a minute) gets NaN, shown as failed."""
-    conn = Connection(bootstrap)
+    first = Connection(bootstrap)
+    try:
+        conn = Connection(coordinator_of(first, group))
+    finally:
+        first.close()
     try:
         member = GroupMember(conn, group, topic)
         member.join()

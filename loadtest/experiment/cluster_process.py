@@ -109,8 +109,8 @@ class ClusterProcess:
         self.spec = spec
         self.settings = settings
         self.host = host
-        self.port = free_port_block(spec.gateways, host)
-        self.bootstrap = ",".join(f"{host}:{self.port + i}" for i in range(spec.gateways))
+        self.port = free_port_block(self._ports, host)
+        self.bootstrap = self._bootstrap()
         self.nodes: RayNodes | None = None
         self.proc: subprocess.Popen | None = None
         self.log_path = self.run_dir / "cluster.log"
@@ -118,10 +118,21 @@ class ClusterProcess:
         self.ready_once = False  # READY at least once: its addresses are known, a restart keeps them
         self._log = open(self.log_path, "ab")
 
+    @property
+    def _ports(self) -> int:
+        """Ports kept for the gateways: gateway i listens on port + i (per node: one a node)."""
+        return self.spec.nodes if self.spec.gateways_per_node else self.spec.gateways
+
+    def _bootstrap(self) -> str:
+        # Per node, only the head's gateway is up when raygroups is (the workers join after).
+        count = 1 if self.spec.gateways_per_node else self.spec.gateways
+        return ",".join(f"{self.host}:{self.port + i}" for i in range(count))
+
     def command(self) -> list[str]:
+        gateways = "per-node" if self.spec.gateways_per_node else str(self.spec.gateways)
         cmd = [
             sys.executable, "-m", "cluster.cli", "up",
-            "--host", self.host, "--port", str(self.port), "--gateways", str(self.spec.gateways),
+            "--host", self.host, "--port", str(self.port), "--gateways", gateways,
             # The Ray nodes here all see this machine's disk: shared storage is its one directory;
             # per-node storage gives each node a directory of its own (RayNodes).
             "--shared-data-dir" if self.spec.nodes > 1 and self.spec.storage == "shared" else "--data-dir",
@@ -163,8 +174,8 @@ class ClusterProcess:
             except PortTaken:
                 if self.ready_once or attempt == 2:
                     raise ClusterStartError(f"raygroups up could not bind its gateways' ports; see {self.log_path}") from None
-                self.port = free_port_block(self.spec.gateways, self.host)
-                self.bootstrap = ",".join(f"{self.host}:{self.port + i}" for i in range(self.spec.gateways))
+                self.port = free_port_block(self._ports, self.host)
+                self.bootstrap = self._bootstrap()
         raise AssertionError("unreachable")
 
     def _start(self, timeout_s: float) -> str:

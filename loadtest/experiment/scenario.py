@@ -39,6 +39,10 @@ Storage = Literal["per-node", "shared"]
 
 class ClusterSpec(_Strict):
     gateways: int = 2
+    # One gateway on each Ray node instead (raygroups.gateways=per-node), as a deployment whose
+    # clients reach every node: FindCoordinator and Metadata then name the gateway on the node of
+    # the coordinator or leader, and requests stay on that node. `gateways` is then not used.
+    gateways_per_node: bool = False
     nodes: int = 1
     # With several nodes: a data directory on each node (as machines' own disks: user topics
     # replicated across them, issue 25) or one every node shares (as NFS: one copy of everything).
@@ -334,8 +338,9 @@ def _validate_fault(s: Scenario, f: FaultSpec, external_cluster: bool) -> str | 
             return f"leader_of.topic: no topic named {t.topic!r} in topics"
         if not 0 <= t.partition < s.partitions()[t.topic]:
             return f"leader_of.partition: {t.topic!r} has partitions 0..{s.partitions()[t.topic] - 1}"
-    if f.gateway is not None and not 0 <= f.gateway < s.cluster.gateways:
-        return f"gateway: the cluster has gateways 0..{s.cluster.gateways - 1}"
+    gateways = s.cluster.nodes if s.cluster.gateways_per_node else s.cluster.gateways
+    if f.gateway is not None and not 0 <= f.gateway < gateways:
+        return f"gateway: the cluster has gateways 0..{gateways - 1}"
     return None
 
 
