@@ -28,6 +28,7 @@ def status_document(state: dict[str, Any], actors: list[dict[str, Any]]) -> dict
         "topics": state["topics"],
         "leaders": state["leaders"],
         "groups": state.get("groups", {}),
+        **({"groups_error": state["groups_error"]} if state.get("groups_error") else {}),
         "replicas": state.get("replicas", []),
         "share_partitions": [sp for a in actors for sp in a.get("share_partitions") or []],
         "events": state["events"],

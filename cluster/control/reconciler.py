@@ -424,7 +424,10 @@ class Reconciler:
             self._spawn_at[key] = self.clock() + retry_delay(self._spawn_failures[key])
             # Killed whatever the failure: an actor Ray places late would otherwise run beside its
             # replacement, unwatched.
-            self.pool.kill(entry.handle)
+            try:
+                self.pool.kill(entry.handle)
+            except Exception:  # noqa: BLE001 - already gone (its node, or Ray's own failure)
+                pass
             self.died(entry, entry.handle)
             return
         self._spawn_failures[key] = 0

@@ -171,9 +171,10 @@ class CoordinatorRuntime:
             # sessions, the offsets' expiry): it runs again as a timer operation, which the
             # runtime retries after a back-off until its write goes through, as Kafka's
             # coordinator retries a timer operation whose write failed.
-            log.warning("%s: the first operation after loading failed (%s); it runs again in %d ms",
-                        partition.tp, exc, TIMER_RETRY_BACKOFF_MS)
-            partition.timers.arm(ON_LOADED, TIMER_RETRY_BACKOFF_MS, _ON_LOADED_CALL, self.clock.now_ms())
+            if partition.status is PartitionStatus.ACTIVE:  # not unloaded meanwhile
+                log.warning("%s: the first operation after loading failed (%s); it runs again in %d ms",
+                            partition.tp, exc, TIMER_RETRY_BACKOFF_MS)
+                partition.timers.arm(ON_LOADED, TIMER_RETRY_BACKOFF_MS, _ON_LOADED_CALL, self.clock.now_ms())
         except (NotCoordinator, WriteTimeout):
             # Moved away (nothing to arm), or written and armed with only its answer timed out.
             log.exception("%s: the first operation after loading failed", partition.tp)

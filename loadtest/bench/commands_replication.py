@@ -71,9 +71,9 @@ def _wait(check, timeout: float, what: str) -> float:
 def _lose_node(cluster, led_again, timeout: float = 120) -> float:
     """Seconds from the start of a worker node's removal (without a goodbye) until `led_again`.
     Ray's remove_node kills the node's processes at once but then waits for them to exit, which
-    took ten seconds and more here, so it runs on this (main) thread, as Ray's node code wants,
-    while a thread watches from the same start: the partitions are led again long before it
-    returns (measured after it returned, the figure missed that wait)."""
+    took ten seconds and more here, so a thread watches from the same start while it runs: the
+    partitions are led again long before it returns (measured after it returned, the figure
+    missed that wait)."""
     seen: list[float] = []
 
     def watch() -> None:

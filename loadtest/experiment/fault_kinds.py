@@ -77,10 +77,12 @@ async def _kill_node(injector: Any, injected: Any, cluster: Any) -> None:
     # its own stall as the cluster's recovery: it runs on a thread (only starting nodes needs
     # the main thread, for Ray's signal handlers).
     removal = asyncio.create_task(asyncio.to_thread(cluster.nodes.remove, injected.spec.node))
-    # The lost node's actors may answer for a second or so after it is removed, until Ray sees
-    # them gone: the fault is over only once the controller has moved their partitions.
-    injected.ended_ms = await injector.led_elsewhere(injected)
-    await removal
+    try:
+        # The lost node's actors may answer for a second or so after it is removed, until Ray
+        # sees them gone: the fault is over only once the controller has moved their partitions.
+        injected.ended_ms = await injector.led_elsewhere(injected)
+    finally:
+        await removal  # its failure is the fault's; the run goes on only once the node is gone
     if injected.ended_ms is None:
         raise FaultError(
             f"the partitions of node {injected.spec.node}'s actors were not moved within {injector.move_timeout_s:.0f} s"

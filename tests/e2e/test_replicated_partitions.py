@@ -411,8 +411,11 @@ class ConsumerProtocolMember:
         self.assigned: set[int] = set()
         self.read: set[tuple[int, int]] = set()
         self.topic = topic
+        # Not polled while the test waits out the node's removal and the other member's checks
+        # (minutes on a loaded machine): the poll interval must not end its membership meanwhile.
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
-                                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+                                  "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                                  "max.poll.interval.ms": 900_000})
         self.consumer.subscribe([topic], on_assign=self._assign, on_revoke=self._revoke, on_lost=self._lost)
 
     def _assign(self, _consumer, partitions) -> None:

@@ -71,11 +71,16 @@ async def _groups_by_type_and_state(gw: GatewayContext) -> tuple[dict[str, dict[
     groups when any coordinator cannot list)."""
     # asyncio.wait, not wait_for: a handler runs without a Task of its own (test_taskless_handlers).
     listing_task = asyncio.ensure_future(gw.coordinators.list_groups())
-    done, _ = await asyncio.wait({listing_task}, timeout=GROUPS_WITHIN_S)
+    try:
+        done, _ = await asyncio.wait({listing_task}, timeout=GROUPS_WITHIN_S)
+    finally:
+        listing_task.cancel()  # done, timed out, or this status abandoned with its connection
     if not done:
-        listing_task.cancel()
         return {}, f"a group coordinator did not answer within {GROUPS_WITHIN_S:g} s"
-    listing = listing_task.result()
+    try:
+        listing = listing_task.result()
+    except Exception as exc:  # noqa: BLE001 - the counts are missing, the rest of the status is not
+        return {}, f"listing the groups failed: {exc}"
     if listing.error_code != ErrorCode.none:
         return {}, f"a group coordinator answered {listing.error_code.name}"
     counts: dict[str, dict[str, int]] = {}

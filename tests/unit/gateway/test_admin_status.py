@@ -71,3 +71,15 @@ def test_status_without_groups_asks_no_coordinator():
     answer = status(gw, groups=False)
     assert answer["ok"] is True and "groups" not in answer["result"]
     assert gw.coordinators.asked == 0
+
+
+def test_a_listing_that_raises_is_said_not_the_whole_status():
+    class Failing(Coordinators):
+        async def list_groups(self):
+            raise RuntimeError("the router has no map yet")
+
+    gw = gateway(None)
+    gw.coordinators = Failing(None)
+    answer = status(gw)
+    assert answer["ok"] is True
+    assert answer["result"]["groups_error"] == "listing the groups failed: the router has no map yet"
