@@ -189,17 +189,23 @@ class LeaderState:
             self.metadata(registration, now_ms)
         elif error is ErrorCode.ineligible_replica:
             self.pending = None
-            # The controller takes a joiner named here as dead, fenced or restarted: Kafka's
-            # isReplicaIsrEligible then stops it holding the high watermark as "caught up, about
-            # to join". Forget its progress until its next fetch, as metadata() does for a member
-            # the controller removed; a dead joiner would otherwise hold every write for
-            # replica.lag.time.max.ms.
+            # The controller takes a joiner named here as dead, fenced or restarted.
             for r in request.new_isr:
-                if r not in self.isr and r in self.followers:
-                    self.followers[r] = FollowerProgress(incarnation=self.followers[r].incarnation)
+                if r not in self.isr:
+                    self._forget_progress(r)
         elif error is ErrorCode.operation_not_attempted:
             self.pending = None
         self._advance_high_watermark(now_ms)
+
+    def _forget_progress(self, replica: int) -> None:
+        """A replica the controller holds ineligible (out of the ISR, or refused as a joiner) is
+        known again only from its next fetch: Kafka's isReplicaIsrEligible stops a fenced or
+        shut-down replica from holding the high watermark as one "caught up, about to join".
+        Its last progress would otherwise hold it for replica.lag.time.max.ms (a dead replica
+        never fetches to end it): every write to the partition waited that long after its node's
+        loss."""
+        if replica in self.followers:
+            self.followers[replica] = FollowerProgress(incarnation=self.followers[replica].incarnation)
 
     def metadata(self, registration: PartitionRegistration, now_ms: int) -> bool:
         """A newer registration in which this replica still leads the same epoch (the controller
@@ -210,15 +216,10 @@ class LeaderState:
         if registration.partition_epoch <= self.partition_epoch:
             return True
         for r in self.isr:
-            if r not in registration.isr and r in self.followers:
-                # Out of the ISR: known again only from its next fetch. The controller takes a
-                # member out when its host died, was fenced or restarted, or when this leader
-                # asked (it lagged): Kafka's isReplicaIsrEligible stops a fenced or shut-down
-                # replica from holding the high watermark as one "caught up, about to join".
-                # Its last progress would otherwise hold it for replica.lag.time.max.ms (a dead
-                # replica never fetches to end it): every write to the partition waited that
-                # long after its node's loss.
-                self.followers[r] = FollowerProgress(incarnation=self.followers[r].incarnation)
+            if r not in registration.isr:
+                # Out of the ISR: the controller takes a member out when its host died, was
+                # fenced or restarted, or when this leader asked (it lagged).
+                self._forget_progress(r)
         self.isr = registration.isr
         self.partition_epoch = registration.partition_epoch
         if registration.replicas != self.replicas:
