@@ -109,7 +109,7 @@ class ClusterProcess:
         self.spec = spec
         self.settings = settings
         self.host = host
-        self.port = free_port_block(self._ports, host)
+        self.port = free_port_block(self.spec.gateway_count, host)
         self.bootstrap = self._bootstrap()
         self.nodes: RayNodes | None = None
         self.proc: subprocess.Popen | None = None
@@ -117,11 +117,6 @@ class ClusterProcess:
         self.starts = 0
         self.ready_once = False  # READY at least once: its addresses are known, a restart keeps them
         self._log = open(self.log_path, "ab")
-
-    @property
-    def _ports(self) -> int:
-        """Ports kept for the gateways: gateway i listens on port + i (per node: one a node)."""
-        return self.spec.nodes if self.spec.gateways_per_node else self.spec.gateways
 
     def _bootstrap(self) -> str:
         # Per node, only the head's gateway is up when raygroups is (the workers join after).
@@ -174,7 +169,7 @@ class ClusterProcess:
             except PortTaken:
                 if self.ready_once or attempt == 2:
                     raise ClusterStartError(f"raygroups up could not bind its gateways' ports; see {self.log_path}") from None
-                self.port = free_port_block(self._ports, self.host)
+                self.port = free_port_block(self.spec.gateway_count, self.host)
                 self.bootstrap = self._bootstrap()
         raise AssertionError("unreachable")
 

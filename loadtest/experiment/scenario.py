@@ -53,6 +53,11 @@ class ClusterSpec(_Strict):
     # Kafka's configuration names, as `raygroups up --config name=value`.
     config: dict[str, SettingValue] = {}
 
+    @property
+    def gateway_count(self) -> int:
+        """How many gateways the cluster runs once every node is up (gateway i on port + i)."""
+        return self.nodes if self.gateways_per_node else self.gateways
+
 
 class TopicSpec(_Strict):
     name: str
@@ -338,9 +343,8 @@ def _validate_fault(s: Scenario, f: FaultSpec, external_cluster: bool) -> str | 
             return f"leader_of.topic: no topic named {t.topic!r} in topics"
         if not 0 <= t.partition < s.partitions()[t.topic]:
             return f"leader_of.partition: {t.topic!r} has partitions 0..{s.partitions()[t.topic] - 1}"
-    gateways = s.cluster.nodes if s.cluster.gateways_per_node else s.cluster.gateways
-    if f.gateway is not None and not 0 <= f.gateway < gateways:
-        return f"gateway: the cluster has gateways 0..{gateways - 1}"
+    if f.gateway is not None and not 0 <= f.gateway < s.cluster.gateway_count:
+        return f"gateway: the cluster has gateways 0..{s.cluster.gateway_count - 1}"
     return None
 
 
