@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 LOCUST = str(Path(sys.executable).with_name("locust"))
-LOCUSTFILE = str(Path(__file__).with_name("locustfile.py"))
+LOCUSTFILE = str(Path(__file__).parents[1] / "locustfile.py")  # loadtest/locustfile.py, the one users run
 
 
 def _free_port() -> int:

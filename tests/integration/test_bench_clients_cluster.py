@@ -50,3 +50,13 @@ def test_the_light_client_produces_and_fetches_every_record_back(cluster):
 def test_the_light_client_fails_on_a_broker_error(cluster):
     with pytest.raises(RuntimeError, match="unknown_topic_or_partition"):
         asyncio.run(pipelined.produce(cluster.bootstrap, f"never-created-{time.monotonic_ns()}", 2, 200))
+
+
+def test_a_locust_capacity_step_measures_heartbeats(cluster):
+    """One step of `locust-capacity`: locust runs the shipped locustfile's members against the cluster
+    and the step reads their heartbeats back from locust's stats."""
+    from loadtest.bench.locust_steps import run_step
+
+    step = run_step(cluster.bootstrap, users=20, workers=1, seconds=3, prefix=f"cap-test-{time.monotonic_ns()}", interval_ms=500)
+    assert step["failures"] == 0, step
+    assert step["heartbeats_per_s"] > 0 and 0 < step["heartbeat_p50_ms"] <= step["heartbeat_p99_ms"], step
