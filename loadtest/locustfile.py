@@ -81,10 +81,14 @@ def _arguments(parser) -> None:
                        help="classic and consumer-protocol members only keep their membership (heartbeats, commits): "
                             "the coordinator's load")
     group.add_argument("--prefix", default="locust", help="names of topics and groups")
+    group.add_argument("--stats-until-stop", action="store_true", default=False,
+                       help="count only the answers that come before the test starts stopping: with --reset-stats, "
+                            "the steady state alone, without the users' LeaveGroups and the burst of their stopping")
 
 
 _driver: GeventDriver | None = None
 _counters: dict[str, itertools.count] = {}
+_counting = True  # False once a test with --stats-until-stop starts stopping
 
 
 def driver() -> GeventDriver:
@@ -96,6 +100,8 @@ def driver() -> GeventDriver:
 
 def _report(rows: list[dict]) -> None:
     """Each answered (or failed) request as a locust request of its API."""
+    if not _counting:
+        return
     fire = events.request.fire
     for row in rows:
         if row["kind"] != "response":
@@ -121,6 +127,20 @@ def _weights(environment, **_kwargs) -> None:
     ConsumerMemberUser.weight = round(consumer * 1000)
     ShareConsumerUser.weight = round(ratio * 1000)
     ProducerUser.fixed_count = max(options.producers, 0)
+    ProducerUser.weight = 0  # producers come only by count: locust reads fixed_count 0 as "by weight" (one in a thousand)
+
+
+@events.test_start.add_listener
+def _count_answers(**_kwargs) -> None:
+    global _counting
+    _counting = True
+
+
+@events.test_stopping.add_listener
+def _stop_counting(environment, **_kwargs) -> None:
+    global _counting
+    if environment.parsed_options is not None and environment.parsed_options.stats_until_stop:
+        _counting = False
 
 
 @events.test_start.add_listener
