@@ -1,6 +1,8 @@
 """The actor's side of its channel: a Unix socket served on the actor's own event loop, where each
 call runs the named method of the actor exactly as a Ray call would, concurrently with the others
-(an async actor), started in the order the calls arrived.
+(an async actor), started in the order the calls arrived: at once, as they are read, without a
+Task (cluster/eager.py), so what the methods run must not need one (no `asyncio.current_task()`,
+`asyncio.timeout`; tests/unit/gateway/test_taskless_handlers.py holds the rule).
 
 Only the methods given may be called (the Endpoints of the actor's kind: cluster/calls). An
 exception goes back to the caller as Ray would deliver it, raised from the await.
@@ -19,6 +21,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+from cluster import eager
 from cluster.channels.frames import CANCEL, OK, RAISED, FrameBuffer, answer_frame, parse_call
 
 log = logging.getLogger(__name__)
@@ -67,9 +70,12 @@ class ChannelServer:
             if task is not None:
                 task.cancel()
             return
-        task = asyncio.ensure_future(self._answer(connection, call_id, method, args, kwargs))
-        connection.calls[call_id] = task
-        task.add_done_callback(lambda _t: connection.calls.pop(call_id, None))
+        # Started at once (cluster/eager.py), not as a Task on the loop's next pass: a call whose
+        # answer is ready without waiting (a heartbeat's) is answered in the pass that read it.
+        call = eager.start(self._answer(connection, call_id, method, args, kwargs))
+        if not call.done():
+            connection.calls[call_id] = call
+            call.add_done_callback(lambda _t: connection.calls.pop(call_id, None))
 
     async def _answer(self, connection: _Connection, call_id: int, method: str, args: tuple,
                       kwargs: dict[str, Any]) -> None:
@@ -95,7 +101,7 @@ class _Connection(asyncio.Protocol):
         self.server = server
         self.buffer = FrameBuffer()
         self.transport: asyncio.Transport | None = None
-        self.calls: dict[int, asyncio.Task] = {}  # under way, by call id
+        self.calls: dict[int, asyncio.Future] = {}  # under way, by call id
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]

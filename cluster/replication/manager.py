@@ -34,6 +34,7 @@ from kio.schema.errors import ErrorCode
 
 from kernel.clock import Clock
 
+from cluster import eager
 from cluster.log import LogConfig, PartitionLog
 from cluster.log.files import remove_directory
 from cluster.log.partition_metadata import read_topic_id, write_topic_id
@@ -367,7 +368,7 @@ class ReplicaManager:
                 return
             try:
                 # Bounded: a host that hangs must not hold this fetcher (and its partitions) forever.
-                answers = await asyncio.wait_for(
+                answers = await eager.within(
                     link.replica_fetch(sent, self.fetcher.max_wait_ms), (self.fetcher.max_wait_ms + REQUEST_TIMEOUT_MS) / 1000
                 )
             except Exception:  # the leader's host is away: the controller will say who leads next
@@ -477,8 +478,8 @@ class ReplicaManager:
             if answer is not None or remaining <= 0 or event is None:
                 return answer
             try:
-                await asyncio.wait_for(event.wait(), remaining)
-            except asyncio.TimeoutError:
+                await eager.within(event.wait(), remaining)  # a channel call runs this without a Task
+            except TimeoutError:
                 pass
 
     async def _io(self, fn, *args):

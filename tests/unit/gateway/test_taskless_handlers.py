@@ -1,5 +1,6 @@
-"""The gateway runs a handler's coroutine without a Task (cluster/gateway/server.py, `_step`), so
-nothing a handler runs may need one: no `asyncio.current_task()`, nor what calls it (`asyncio.timeout`,
+"""The gateway runs a handler's coroutine without a Task (cluster/gateway/server.py, `_step`), and an
+actor its channel calls (cluster/channels/server.py, through cluster/eager.py), so nothing they run
+may need one: no `asyncio.current_task()`, nor what calls it (`asyncio.timeout`,
 `timeout_at`, and `wait_for`, which is built on `timeout` from Python 3.12), nor context variables a
 Task would carry. This holds the rule over the code handlers run: the handlers, the clients they
 call and the services' flows. (A bare `yield` is allowed: the server hands such a coroutine to a Task.)"""
@@ -12,8 +13,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-PLACES = ("cluster/gateway/handlers", "cluster/clients", "cluster/services")
-FILES = sorted(p for place in PLACES for p in (ROOT / place).rglob("*.py"))
+PLACES = ("cluster/gateway/handlers", "cluster/clients", "cluster/services",
+          # The actors' channel calls run the same way (cluster/channels/server.py, cluster/eager.py).
+          "cluster/channels", "cluster/actors", "cluster/runtime", "cluster/replication", "cluster/share")
+CHANNEL_FILES = ("cluster/partition.py", "cluster/replicated_partition.py", "cluster/delayed_fetch.py")
+FILES = sorted([p for place in PLACES for p in (ROOT / place).rglob("*.py")] + [ROOT / f for f in CHANNEL_FILES])
 FORBIDDEN = {"current_task", "timeout", "timeout_at", "wait_for"}
 
 
