@@ -44,6 +44,12 @@ class BatchingQueue(Generic[T]):
         if self._task is not None and not self._task.done():
             await asyncio.gather(self._task, return_exceptions=True)
 
+    @property
+    def at_rest(self) -> bool:
+        """Nothing queued, nothing being processed, not paused: an item put now would be a batch of
+        its own, started on the loop's next pass."""
+        return not self._items and not self.paused and (self._task is None or self._task.done())
+
     def __len__(self) -> int:
         return len(self._items)
 

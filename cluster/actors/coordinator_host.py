@@ -259,7 +259,7 @@ class CoordinatorHost:
         tp = (topic, item.partition)
         run, request, runtime = item.op.run, item.request, self.runtime
         try:
-            return runtime.submit(tp, item.epoch, lambda token: run(runtime.shard(tp), request, token))
+            return runtime.submit(tp, item.epoch, lambda token: run(runtime.shard(tp), request, token), item.op.reads)
         except RUNTIME_ERRORS as exc:
             return _as_error(exc)
 

@@ -41,6 +41,7 @@ class Trait(enum.Flag):
     COMMITS = enum.auto()  # counted as an offset commit
     INITIALIZES_SHARE_STATE = enum.auto()  # its outcome may name share partitions to initialize
     DELETES_SHARE_STATE = enum.auto()  # its outcome may name share state left to delete
+    READS = enum.auto()  # writes nothing but rarely: tried at once on a partition at rest (runtime.submit's at_once)
 
 
 GroupIds = tuple[str, ...]  # operations over several groups of one partition take their ids
@@ -58,18 +59,18 @@ class CoordinatorOp(_PickledByName):
 
     JOIN = (GroupCoordinatorShard.join_group, JoinGroupRequest, Trait.PARKS | Trait.WATCHED)
     SYNC = (GroupCoordinatorShard.sync_group, SyncGroupRequest, Trait.PARKS | Trait.WATCHED)
-    HEARTBEAT = (GroupCoordinatorShard.heartbeat, HeartbeatRequest, Trait.WATCHED)
+    HEARTBEAT = (GroupCoordinatorShard.heartbeat, HeartbeatRequest, Trait.WATCHED | Trait.READS)
     LEAVE = (GroupCoordinatorShard.leave_group, LeaveGroupRequest, Trait.WATCHED)
     COMMIT = (GroupCoordinatorShard.commit_offsets, OffsetCommitRequest, Trait.COMMITS)
-    FETCH_OFFSETS = (GroupCoordinatorShard.fetch_offsets, OffsetFetchRequest, Trait.NONE)
-    DESCRIBE = (GroupCoordinatorShard.describe_groups, GroupIds, Trait.NONE)
+    FETCH_OFFSETS = (GroupCoordinatorShard.fetch_offsets, OffsetFetchRequest, Trait.READS)
+    DESCRIBE = (GroupCoordinatorShard.describe_groups, GroupIds, Trait.READS)
     DELETE = (GroupCoordinatorShard.delete_groups, GroupIds, Trait.DELETES_SHARE_STATE)
     SHARE_HEARTBEAT = (
         GroupCoordinatorShard.share_group_heartbeat, ShareGroupHeartbeatRequest, Trait.WATCHED | Trait.INITIALIZES_SHARE_STATE
     )
     CONSUMER_HEARTBEAT = (GroupCoordinatorShard.consumer_group_heartbeat, ConsumerGroupHeartbeatRequest, Trait.WATCHED)
-    CONSUMER_DESCRIBE = (GroupCoordinatorShard.consumer_group_describe, GroupIds, Trait.NONE)
-    SHARE_DESCRIBE = (GroupCoordinatorShard.share_group_describe, GroupIds, Trait.NONE)
+    CONSUMER_DESCRIBE = (GroupCoordinatorShard.consumer_group_describe, GroupIds, Trait.READS)
+    SHARE_DESCRIBE = (GroupCoordinatorShard.share_group_describe, GroupIds, Trait.READS)
     SHARE_TOPICS = (GroupCoordinatorShard.share_group_topics, GroupIds, Trait.NONE)
     SHARE_DELETE_PREPARE = (GroupCoordinatorShard.share_group_delete_prepare, GroupIds, Trait.NONE)
     OFFSET_DELETE = (GroupCoordinatorShard.delete_offsets, offset_delete.OffsetDeleteRequest, Trait.NONE)
@@ -94,6 +95,7 @@ class CoordinatorOp(_PickledByName):
         self.commits = Trait.COMMITS in traits
         self.initializes_share_state = Trait.INITIALIZES_SHARE_STATE in traits
         self.deletes_share_state = Trait.DELETES_SHARE_STATE in traits
+        self.reads = Trait.READS in traits
         # Its outcome may leave share-state work for the service (cluster/services/share_group_state.py):
         # only then does the actor hand the outcome on; a heartbeat never goes there.
         self.follows_up = self.initializes_share_state or self.deletes_share_state
@@ -115,6 +117,8 @@ class ShareStateOp(_PickledByName):
         self.run = run  # (shard, request, token) -> Result
         self.request_type = request_type
         self.response_type = response_type  # what the persister answers when it gives up
+        # Reads write nothing: tried at once on a partition at rest (runtime.submit's at_once).
+        self.reads = run in (ShareCoordinatorShard.read_state, ShareCoordinatorShard.read_state_summary)
 
 
 class Endpoint(_PickledByName):

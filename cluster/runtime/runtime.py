@@ -237,12 +237,21 @@ class CoordinatorRuntime:
         """
         return await self.submit(tp, epoch, operation)
 
-    def submit(self, tp: TopicPartition, epoch: int | None, operation: Operation) -> asyncio.Future:
+    def submit(self, tp: TopicPartition, epoch: int | None, operation: Operation, at_once: bool = False) -> asyncio.Future:
         """`write` without a coroutine: queued now, the future answers (a caller running many
-        operations at once waits for their futures rather than start a task per operation)."""
+        operations at once waits for their futures rather than start a task per operation).
+
+        `at_once`: the operation usually writes nothing (a heartbeat). On a partition at rest it
+        runs now, and if it wrote nothing it is answered before this returns (BatchRunner.run_at_once);
+        otherwise it queues as any other."""
         partition = self._check(tp, epoch)
         future = asyncio.get_running_loop().create_future()
-        self._enqueue(partition, operation, future)
+        self._next_token += 1
+        pending = Pending(operation, future, self._next_token)
+        if at_once and partition.queue.at_rest and partition.status is PartitionStatus.ACTIVE \
+                and self.batches.run_at_once(partition, pending):
+            return future
+        partition.queue.put(pending)
         return future
 
     def _check(self, tp: TopicPartition, epoch: int | None) -> Partition:

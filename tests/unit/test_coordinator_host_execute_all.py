@@ -38,7 +38,7 @@ class EchoShard:
 
 
 # An operation as the actors see one: what it runs on the shard (cluster/calls/operations.py).
-ECHO = SimpleNamespace(run=EchoShard.echo)
+ECHO = SimpleNamespace(run=EchoShard.echo, reads=False)
 
 
 def echo(partition, epoch, request):

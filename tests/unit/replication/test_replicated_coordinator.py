@@ -46,8 +46,8 @@ class Counters(CounterShard):
 
 
 # An operation as the actors see one (cluster/calls/operations.py): one counter up by one.
-INCR = SimpleNamespace(run=lambda shard, name, token: shard.incr(name))
-GET = SimpleNamespace(run=lambda shard, name, token: shard.get(name))
+INCR = SimpleNamespace(run=lambda shard, name, token: shard.incr(name), reads=False)
+GET = SimpleNamespace(run=lambda shard, name, token: shard.get(name), reads=True)
 
 
 class World(PushedHosts):
