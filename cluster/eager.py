@@ -23,37 +23,65 @@ from typing import Any
 
 def start(coro: Coroutine[Any, Any, Any]) -> asyncio.Future:
     """Run `coro` now, up to its first wait; the future returned holds its outcome (done already if
-    it never waited). Cancelling that future cancels what the coroutine waits on, as cancelling a
-    Task does: the coroutine sees CancelledError there."""
-    outcome = asyncio.get_running_loop().create_future()
-    _Driver(coro, outcome).step(None)
-    return outcome
+    it never waited). Cancelling that future cancels the coroutine as cancelling its Task would:
+    what it waits on is cancelled, or (if that is already done) CancelledError is thrown in at its
+    next step; the future is cancelled once the coroutine ends with it (one that catches it and
+    returns has that result)."""
+    driver = _Driver(coro, _Outcome(loop=asyncio.get_running_loop()))
+    driver.outcome.driver = driver
+    driver.step(None)
+    return driver.outcome
+
+
+class _Outcome(asyncio.Future):
+    """The coroutine's outcome; its cancel() asks the coroutine, as Task.cancel does."""
+
+    driver: "_Driver | None" = None
+
+    def cancel(self, msg: Any = None) -> bool:
+        if self.done() or self.driver is None:
+            return False
+        self.driver.cancel()
+        return True
+
+    def cancelled_by_coroutine(self) -> None:
+        super().cancel()
 
 
 class _Driver:
-    __slots__ = ("coro", "outcome", "waiting", "watched")
+    __slots__ = ("coro", "outcome", "waiting", "must_cancel")
 
-    def __init__(self, coro: Coroutine[Any, Any, Any], outcome: asyncio.Future) -> None:
+    def __init__(self, coro: Coroutine[Any, Any, Any], outcome: _Outcome) -> None:
         self.coro = coro
         self.outcome = outcome
         self.waiting: asyncio.Future | None = None
-        self.watched = False  # whether a cancellation of the outcome reaches the coroutine yet
+        self.must_cancel = False  # a cancel to throw in at the next step (Task._must_cancel)
+
+    def cancel(self) -> None:
+        if self.waiting is not None and self.waiting.cancel():
+            return  # it resumes with CancelledError from what it waited on
+        self.must_cancel = True
 
     def step(self, _waited: asyncio.Future | None) -> None:
         self.waiting = None
         outcome = self.outcome
         try:
-            yielded = self.coro.send(None)
+            if self.must_cancel:
+                self.must_cancel = False
+                yielded = self.coro.throw(asyncio.CancelledError())
+            else:
+                yielded = self.coro.send(None)
         except StopIteration as stop:
-            if not outcome.done():
-                outcome.set_result(stop.value)
+            outcome.set_result(stop.value)
             return
         except asyncio.CancelledError:
-            outcome.cancel()
+            outcome.cancelled_by_coroutine()
             return
-        except Exception as exc:  # noqa: BLE001 - the outcome carries it, as a Task's would
-            if not outcome.done():
-                outcome.set_exception(exc)
+        except (KeyboardInterrupt, SystemExit) as exc:
+            outcome.set_exception(exc)
+            raise  # as a Task does
+        except BaseException as exc:  # noqa: BLE001 - the outcome carries it, as a Task's would
+            outcome.set_exception(exc)
             return
         if getattr(yielded, "_asyncio_future_blocking", False):
             yielded._asyncio_future_blocking = False  # what a Task does with an awaited future
@@ -64,22 +92,13 @@ class _Driver:
             task = asyncio.ensure_future(self.coro)
             task.add_done_callback(self._copy)
             self.waiting = task
-        if outcome.cancelled():  # cancelled while it ran: it sees the cancellation at this wait
-            self.waiting.cancel()
-        elif not self.watched:
-            self.watched = True
-            outcome.add_done_callback(self._cancelled)
-
-    def _cancelled(self, outcome: asyncio.Future) -> None:
-        if outcome.cancelled() and self.waiting is not None:
-            self.waiting.cancel()
+        if self.must_cancel and self.waiting.cancel():  # cancelled while it ran
+            self.must_cancel = False
 
     def _copy(self, task: asyncio.Future) -> None:
         outcome = self.outcome
-        if outcome.done():
-            return
         if task.cancelled():
-            outcome.cancel()
+            outcome.cancelled_by_coroutine()
         elif task.exception() is not None:
             outcome.set_exception(task.exception())
         else:

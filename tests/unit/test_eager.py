@@ -90,3 +90,65 @@ def test_an_exception_before_the_first_wait_is_the_outcome():
         assert outcome.done() and isinstance(outcome.exception(), KeyError)
 
     run(main)
+
+
+def test_a_cancel_after_its_wait_is_over_is_thrown_in_at_the_resume():
+    """The future it waited on is done (its resume scheduled) when the cancel comes: as in a Task,
+    the coroutine gets CancelledError there, not the result."""
+    seen = []
+
+    async def body(future):
+        try:
+            seen.append(await future)
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+
+    async def main():
+        future = asyncio.get_running_loop().create_future()
+        outcome = eager.start(body(future))
+        future.set_result("records")
+        assert outcome.cancel() and not outcome.done()  # asked; the coroutine has not ended yet
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert seen == ["cancelled"] and outcome.cancelled()
+
+    run(main)
+
+
+def test_a_coroutine_that_catches_the_cancel_ends_with_its_own_result_and_may_still_wait():
+    async def body(future):
+        try:
+            await future
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.001)  # cleanup that waits: not cancelled again
+            return "cleaned up"
+
+    async def main():
+        outcome = eager.start(body(asyncio.get_running_loop().create_future()))
+        outcome.cancel()
+        assert await outcome == "cleaned up"
+
+    run(main)
+
+
+def test_after_a_bare_yield_an_exception_or_a_cancel_still_reaches_the_outcome():
+    async def fails():
+        await asyncio.sleep(0)
+        raise LookupError("late")
+
+    async def waits():
+        await asyncio.sleep(0)
+        await asyncio.sleep(10)
+
+    async def main():
+        failed = eager.start(fails())
+        with pytest.raises(LookupError, match="late"):
+            await failed
+        waiting = eager.start(waits())
+        await asyncio.sleep(0.001)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+
+    run(main)

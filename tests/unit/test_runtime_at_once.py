@@ -124,3 +124,25 @@ def test_an_operation_that_raises_fails_alone(tmp_path):
         await rt.close()
 
     run(main)
+
+
+def test_an_operation_that_parks_is_queued_and_parked_once(tmp_path):
+    runs = []
+
+    async def main():
+        rt, _, _ = make(tmp_path)
+        await rt.load(TP, 1)
+
+        def wait_for_a(token):
+            runs.append(token)
+            return rt.shard(TP).wait_for("a", token)
+
+        parked = submit(rt, wait_for_a)
+        assert not parked.done() and len(runs) == 1
+        await until(lambda: len(runs) == 2 and len(rt.shard(TP).waiters) == 1, "the queued run")
+        released = submit(rt, lambda _t: rt.shard(TP).release("a"))
+        assert await released == 1 and await parked == "released a"
+        assert runs[0] == runs[1]  # the same request (token) both times
+        await rt.close()
+
+    run(main)

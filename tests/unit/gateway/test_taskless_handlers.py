@@ -15,10 +15,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 PLACES = ("cluster/gateway/handlers", "cluster/clients", "cluster/services",
           # The actors' channel calls run the same way (cluster/channels/server.py, cluster/eager.py).
-          "cluster/channels", "cluster/actors", "cluster/runtime", "cluster/replication", "cluster/share")
-CHANNEL_FILES = ("cluster/partition.py", "cluster/replicated_partition.py", "cluster/delayed_fetch.py")
+          "cluster/channels", "cluster/actors", "cluster/runtime", "cluster/replication", "cluster/share",
+          "cluster/log", "cluster/metrics")
+CHANNEL_FILES = ("cluster/partition.py", "cluster/replicated_partition.py", "cluster/delayed_fetch.py", "cluster/batching.py")
 FILES = sorted([p for place in PLACES for p in (ROOT / place).rglob("*.py")] + [ROOT / f for f in CHANNEL_FILES])
-FORBIDDEN = {"current_task", "timeout", "timeout_at", "wait_for"}
+FORBIDDEN = {"current_task", "timeout", "timeout_at", "wait_for", "TaskGroup"}
 
 
 def needs_a_task(path: Path) -> list[str]:
