@@ -25,15 +25,24 @@ from cluster.gateway.answers import build_response
 from cluster.gateway.connection import Request, unsupported_api_versions_response
 from cluster.gateway.server import serve
 from cluster.recordbatch import assign_offset, encode_records, parse_header
+from coordinator.consumer.protocol import decode_subscription, encode_assignment
 
 CANNED_RECORDS = 100
+ABSENT_LEADER = "responder-leader"  # the leader of every group of --group-size: no member is it
 
 
 class Responder:
-    def __init__(self, host: str, port: int, partitions: int) -> None:
+    def __init__(self, host: str, port: int, partitions: int, group_size: int = 0) -> None:
         self.host = host
         self.port = port
         self.partitions = partitions
+        # 0: every classic member leads a group of its own (it assigns, and so commits, every
+        # partition). N: every member follows a leader that never comes, and SyncGroup hands it
+        # what a range assignment over a group of N gives its place in the group: a client then
+        # does a group member's work, as against a real coordinator (locust-capacity).
+        self.group_size = group_size
+        self._joined: dict[str, int] = {}  # group -> members joined so far (their places: mod group_size)
+        self._members: dict[str, tuple[int, tuple[str, ...], int]] = {}  # member id -> place, topics, version
         self.topics: dict[str, uuid.UUID] = {}
         self.end_offsets: dict[tuple[str, int], int] = {}
         self.next_producer_id = 0
@@ -115,6 +124,16 @@ class Responder:
         b = request.body
         member_id = b.member_id or f"{request.client_id}-{id(b)}"
         protocol = b.protocols[0]
+        if self.group_size > 0:
+            if member_id not in self._members:
+                place = self._joined.get(b.group_id, 0)
+                self._joined[b.group_id] = place + 1
+                sub = decode_subscription(protocol.metadata)
+                self._members[member_id] = (place % self.group_size, tuple(sub.topics), sub.version)
+            return build_response(ApiKey.JOIN_GROUP, request.api_version, {
+                "error_code": ErrorCode.none, "generation_id": 1, "protocol_type": b.protocol_type,
+                "protocol_name": protocol.name, "leader": ABSENT_LEADER, "member_id": member_id, "members": [],
+            })
         return build_response(ApiKey.JOIN_GROUP, request.api_version, {
             "error_code": ErrorCode.none, "generation_id": 1, "protocol_type": b.protocol_type,
             "protocol_name": protocol.name, "leader": member_id, "member_id": member_id,
@@ -123,7 +142,12 @@ class Responder:
 
     def sync_group(self, request: Request) -> Any:
         b = request.body
-        mine = next((a.assignment for a in b.assignments if a.member_id == b.member_id), b"")
+        if self.group_size > 0 and b.member_id in self._members:
+            place, topics, version = self._members[b.member_id]
+            mine = encode_assignment({t: [p for p in range(self.partitions) if p * self.group_size // self.partitions == place]
+                                      for t in topics}, version)
+        else:
+            mine = next((a.assignment for a in b.assignments if a.member_id == b.member_id), b"")
         return build_response(ApiKey.SYNC_GROUP, request.api_version, {
             "error_code": ErrorCode.none, "protocol_type": b.protocol_type, "protocol_name": b.protocol_name,
             "assignment": mine,
@@ -232,8 +256,8 @@ class Responder:
         return build_response(ApiKey.LIST_OFFSETS, request.api_version, {"topics": topics})
 
 
-async def main(host: str, port: int, partitions: int) -> None:
-    responder = Responder(host, port, partitions)
+async def main(host: str, port: int, partitions: int, group_size: int) -> None:
+    responder = Responder(host, port, partitions, group_size)
     server, _ = await serve(responder.dispatch, host, port, 104_857_600)
     responder.port = server.sockets[0].getsockname()[1]
     print(f"READY {host}:{responder.port}", flush=True)
@@ -245,7 +269,10 @@ if __name__ == "__main__":
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument("--group-size", type=int, default=0,
+                        help="classic members follow a leader that never comes and get a range share of a group this size "
+                             "(0: each leads a group of its own)")
     args = parser.parse_args()
     import uvloop
 
-    uvloop.run(main(args.host, args.port, args.partitions))
+    uvloop.run(main(args.host, args.port, args.partitions, args.group_size))

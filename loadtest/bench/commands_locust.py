@@ -22,10 +22,11 @@ def locust_capacity(
 ) -> None:
     """Classic members (heartbeats every 3 s) that locust workers sustain with Heartbeat p99 < 100 ms,
     against raygroups and against the do-nothing responder (the locust processes' own limit)."""
-    from loadtest.bench.locust_steps import run_step
+    from loadtest.bench.locust_steps import MEMBERS_PER_GROUP, PARTITIONS, run_step
 
     results: list[dict[str, Any]] = []
-    targets = (("responder", lambda: responder(10)), ("raygroups", lambda: raygroups(**NO_INITIAL_DELAY)))
+    targets = (("responder", lambda: responder(PARTITIONS, group_size=MEMBERS_PER_GROUP)),
+               ("raygroups", lambda: raygroups(**NO_INITIAL_DELAY)))
     for target, start in targets:
         with start() as bootstrap:
             for n_workers in (int(w) for w in workers.split(",")):

@@ -7,7 +7,10 @@ every 3 s, commit), lets them spawn, resets the statistics (`--reset-stats`) and
 the test starts stopping (`--stats-until-stop`: a thousand users leaving their groups at once
 made the p99 a coin toss, 23 to 450 ms in three runs of one step against the responder). The same step
 against the do-nothing responder shows what the locust processes alone can carry on this
-machine; the cluster shares the machine with them.
+machine; the cluster shares the machine with them. The responder runs with --group-size: each
+member follows and gets its place's range share of the partitions, as in a group of ten against
+raygroups (as its own group's leader, a member assigned and committed all twelve, and the
+responder's limit was the client's heavier work: 1,250 members where raygroups carried 2,000).
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ from pathlib import Path
 from typing import Any
 
 LOCUST = str(Path(sys.executable).with_name("locust"))
+# Each step's groups and topic: the responder is started with the same (commands_locust.py), so that
+# its members hold and commit the share of the partitions a group member holds against raygroups.
+MEMBERS_PER_GROUP = 10
+PARTITIONS = 12
 LOCUSTFILE = str(Path(__file__).parents[1] / "locustfile.py")  # loadtest/locustfile.py, the one users run
 
 
@@ -37,8 +44,9 @@ def run_step(bootstrap: str, users: int, workers: int, seconds: float, prefix: s
         out = Path(tmp) / "stats"
         common = ["-f", LOCUSTFILE, "--host", bootstrap, "--headless", "-u", str(users), "-r", f"{spawn_rate:g}",
                   "-t", f"{run_time}s", "--csv", str(out), "--only-summary", "--reset-stats", "--stop-timeout", "10",
-                  "--no-fetch", "--producers", "0", "--share-ratio", "0", "--members-per-group", "10",
-                  "--groups", str(max(users // 10, 1)), "--heartbeat-interval-ms", str(interval_ms),
+                  "--no-fetch", "--producers", "0", "--share-ratio", "0", "--members-per-group", str(MEMBERS_PER_GROUP),
+                  "--partitions", str(PARTITIONS),
+                  "--groups", str(max(users // MEMBERS_PER_GROUP, 1)), "--heartbeat-interval-ms", str(interval_ms),
                   "--session-timeout-ms", "30000", "--prefix", prefix, "--loglevel", "ERROR", "--stats-until-stop"]
         if workers <= 1:
             done = subprocess.run([LOCUST, *common], capture_output=True, text=True, timeout=run_time + 180)

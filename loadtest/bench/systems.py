@@ -25,9 +25,10 @@ NO_INITIAL_DELAY = {"group.initial.rebalance.delay.ms": 0}
 
 
 @contextlib.contextmanager
-def responder(partitions: int = 10) -> Iterator[str]:
+def responder(partitions: int = 10, group_size: int = 0) -> Iterator[str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "loadtest.responder", "--port", "0", "--partitions", str(partitions)],
+        [sys.executable, "-m", "loadtest.responder", "--port", "0", "--partitions", str(partitions),
+         "--group-size", str(group_size)],
         stdout=subprocess.PIPE,
         text=True,
     )
