@@ -7,7 +7,11 @@ seen as many records as were produced. What a client achieves against it is the 
 client, the protocol code and this machine; the ratio raygroups/responder is what our actors,
 Ray calls and logs cost.
 
-    python -m loadtest.responder --port 0      # prints READY host:port
+Classic groups: by default every member leads a group of its own (it assigns, and commits, every
+partition); with --group-size N each follows and is handed its place's range share, as in a real
+group of N, so that a load client does the same work against it as against raygroups.
+
+    python -m loadtest.responder --port 0 [--group-size 10]     # prints READY host:port
 """
 
 from __future__ import annotations
