@@ -18,6 +18,7 @@ from tests.unit.check.runbuilder import (
     S1,
     TOPIC,
     judge,
+    only_failure,
     ms,
     produced_at,
 )
@@ -175,3 +176,27 @@ def test_a_stale_accept_answered_after_the_members_own_accept_of_a_redelivery_pr
     builder.ack(S0, 0, 7, 2, "ACCEPT", again + 0.1)
     builder.ack(S0, 0, 7, 1, "ACCEPT", again + 0.4)
     all_pass(judge(builder, tmp_path))
+
+
+def test_a_join_under_way_when_the_coordinator_moves_explains_the_rebalances_until_it_ends(builder, tmp_path):
+    """m02 starts before the move and, its pending id lost with the old coordinator, joins only
+    after it: the group rebalances past its start's reach (7 s here) but while it joins, and once
+    more in the cooperative round just after its join ends."""
+    m2 = f"{CLASSIC}/m02"
+    builder.member("member_start", "classic", m2, F0_AT - 1.0, CLASSIC)
+    builder.rebalance_start(M0, 2, F0_AT + 7.0, "REBALANCE_IN_PROGRESS")  # 8 s after m02's start
+    builder.add("rebalance_end", F0_AT + 8.0, role="classic", member=m2, member_id=f"{m2}-id", group=CLASSIC,
+                generation=3, detail={"assignment": {}})
+    builder.rebalance_start(M0, 3, F0_AT + 9.5, "REBALANCE_IN_PROGRESS")  # the cooperative round after it
+    result = judge(builder, tmp_path)
+    all_pass(result)
+    assert "2 rebalances after churn" in result.verdict("failover-rebalance").summary
+
+
+def test_a_finished_join_does_not_explain_a_rebalance_past_its_reach(builder, tmp_path):
+    m2 = f"{CLASSIC}/m02"
+    builder.member("member_start", "classic", m2, F0_AT - 9.0, CLASSIC)
+    builder.add("rebalance_end", F0_AT - 8.0, role="classic", member=m2, member_id=f"{m2}-id", group=CLASSIC,
+                generation=2, detail={"assignment": {}})
+    builder.rebalance_start(M0, 2, F0_AT + 1.5, "REBALANCE_IN_PROGRESS")  # 9.5 s after the join ended
+    only_failure(judge(builder, tmp_path), "failover-rebalance", 1)
