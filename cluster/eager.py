@@ -105,10 +105,15 @@ class _Driver:
             outcome.set_result(task.result())
 
 
+class NotWithin(TimeoutError):
+    """`within`'s own timeout, told apart from a TimeoutError the awaitable raised."""
+
+
 async def within(awaitable: Any, seconds: float | None) -> Any:
     """`asyncio.wait_for` that needs no Task of its caller's (from Python 3.12 wait_for is built on
-    `asyncio.timeout`, which does): the awaitable's result, or TimeoutError once `seconds` pass,
-    the awaitable then cancelled."""
+    `asyncio.timeout`, which does): the awaitable's result, or NotWithin (a TimeoutError) once
+    `seconds` pass; the awaitable is cancelled whenever it is not done by then, this wait
+    abandoned (cancelled) included."""
     task = asyncio.ensure_future(awaitable)
     try:
         done, _ = await asyncio.wait([task], timeout=seconds)
@@ -116,5 +121,5 @@ async def within(awaitable: Any, seconds: float | None) -> Any:
         if not task.done():
             task.cancel()
     if not done:
-        raise TimeoutError(f"not done within {seconds} s")
+        raise NotWithin(f"not done within {seconds} s")
     return task.result()

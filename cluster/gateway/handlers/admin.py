@@ -7,12 +7,12 @@ or {"ok": false, "error": "one line"}. Documented in PROTOCOL.md §1 (raygroups 
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import msgpack
 from kio.schema.errors import ErrorCode
 
+from cluster import eager
 from cluster.gateway.context import GatewayContext
 
 
@@ -69,16 +69,10 @@ async def _groups_by_type_and_state(gw: GatewayContext) -> tuple[dict[str, dict[
     """{group type: {state: count}} over every group coordinator (ListGroups without filters),
     and why the counts are missing when they are (Kafka's ListGroups answers an error and no
     groups when any coordinator cannot list)."""
-    # asyncio.wait, not wait_for: a handler runs without a Task of its own (test_taskless_handlers).
-    listing_task = asyncio.ensure_future(gw.coordinators.list_groups())
     try:
-        done, _ = await asyncio.wait({listing_task}, timeout=GROUPS_WITHIN_S)
-    finally:
-        listing_task.cancel()  # done, timed out, or this status abandoned with its connection
-    if not done:
+        listing = await eager.within(gw.coordinators.list_groups(), GROUPS_WITHIN_S)
+    except eager.NotWithin:
         return {}, f"a group coordinator did not answer within {GROUPS_WITHIN_S:g} s"
-    try:
-        listing = listing_task.result()
     except Exception as exc:  # noqa: BLE001 - the counts are missing, the rest of the status is not
         return {}, f"listing the groups failed: {exc}"
     if listing.error_code != ErrorCode.none:
