@@ -73,12 +73,8 @@ class BatchRunner:
                 if not self._still_due(partition, pending.timer, timers):
                     continue
                 fired.append(pending.timer)
-            try:
-                result = pending.operation(pending.token) or Result()
-            except Exception as exc:
-                # Operations are pure: one that raised changed nothing, so only it fails.
-                log.exception("operation failed on %s", partition.tp)
-                set_exception(pending.future, exc)
+            result = _call(partition, pending)
+            if result is None:
                 continue
             try:
                 for record in result.records:
@@ -88,12 +84,11 @@ class BatchRunner:
                 log.exception("replay failed on %s", partition.tp)
                 await self._revert(partition, batch, fired, exc)
                 return
-            if settled and not records and not result.records and not result.completions and result.response is not PARKED:
-                # It wrote nothing and read only committed state (every earlier batch is committed,
-                # and nothing before it in this one wrote): answered now, not after this batch's
-                # fsync (Kafka's runtime answers such an operation once the writes before it are).
-                partition.timers.apply(result.timers, now)
-                _respond(partition, [(pending, result.response)], [])
+            if settled and not records and _writes_nothing(result):
+                # It read only committed state (every earlier batch is committed, and nothing
+                # before it in this one wrote): answered now, not after this batch's fsync (Kafka's
+                # runtime answers such an operation once the writes before it are).
+                _answer_alone(partition, pending, result, now)
                 continue
             records.extend(result.records)
             answered.append((pending, result.response))
@@ -137,16 +132,12 @@ class BatchRunner:
         queued: False. Only operations that usually write nothing are tried, so little is run twice."""
         if not self._settled(partition):
             return False
-        try:
-            result = pending.operation(pending.token) or Result()
-        except Exception as exc:
-            log.exception("operation failed on %s", partition.tp)
-            set_exception(pending.future, exc)
-            return True
-        if result.records or result.completions or result.response is PARKED:
+        result = _call(partition, pending)
+        if result is None:
+            return True  # it raised: failed, as in a batch
+        if not _writes_nothing(result):
             return False
-        partition.timers.apply(result.timers, self.clock.now_ms())
-        _respond(partition, [(pending, result.response)], [])
+        _answer_alone(partition, pending, result, self.clock.now_ms())
         return True
 
     def _settled(self, partition: Partition) -> bool:
@@ -197,6 +188,28 @@ class BatchRunner:
         partition.timers.retry(fired, self.clock.now_ms())
         if partition.log is not None and partition.log.failed:
             await self.writer.recover(partition)
+
+
+def _call(partition: Partition, pending: Pending) -> Result | None:
+    """The operation's result; None when it raised (then only it fails: operations are pure, so
+    one that raised changed nothing)."""
+    try:
+        return pending.operation(pending.token) or Result()
+    except Exception as exc:
+        log.exception("operation failed on %s", partition.tp)
+        set_exception(pending.future, exc)
+        return None
+
+
+def _writes_nothing(result: Result) -> bool:
+    """No records, no parked request completed, and not parked itself."""
+    return not result.records and not result.completions and result.response is not PARKED
+
+
+def _answer_alone(partition: Partition, pending: Pending, result: Result, now: int) -> None:
+    """An operation that wrote nothing, on committed state: its timers armed and its answer given now."""
+    partition.timers.apply(result.timers, now)
+    _respond(partition, [(pending, result.response)], [])
 
 
 def _fail(partition: Partition, answered: list[tuple[Pending, Any]], completions: list[tuple[RequestToken, Any]],

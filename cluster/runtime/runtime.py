@@ -246,8 +246,7 @@ class CoordinatorRuntime:
         otherwise it queues as any other."""
         partition = self._check(tp, epoch)
         future = asyncio.get_running_loop().create_future()
-        self._next_token += 1
-        pending = Pending(operation, future, self._next_token)
+        pending = self._pending(operation, future)
         if at_once and partition.queue.at_rest and partition.status is PartitionStatus.ACTIVE \
                 and self.batches.run_at_once(partition, pending):
             return future
@@ -269,8 +268,12 @@ class CoordinatorRuntime:
         future: asyncio.Future | None,
         timer: tuple[Hashable, int] | None = None,
     ) -> None:
+        partition.queue.put(self._pending(operation, future, timer))
+
+    def _pending(self, operation: Operation, future: asyncio.Future | None, timer: tuple[Hashable, int] | None = None) -> Pending:
+        """The operation with the next request token (the shard parks a request under it)."""
         self._next_token += 1
-        partition.queue.put(Pending(operation, future, self._next_token, timer))
+        return Pending(operation, future, self._next_token, timer)
 
     def _expire(self, partition: Partition, key: Hashable, seq: int) -> None:
         """A timer's deadline passed: its operation queues like a request (if still the key's timer)."""
