@@ -105,7 +105,7 @@ def failover_rebalance(run: RunData) -> Verdict:
                 if not start <= row["time"] <= end:
                     continue
                 if _churned(churn.get(group, []), row["time"] - reach, row["time"]) \
-                        or any(start <= row["time"] <= end for start, end in joins.get(group, ())):
+                        or any(began <= row["time"] <= ended for began, ended in joins.get(group, ())):
                     excused += 1
                 else:
                     caused.append(row)
