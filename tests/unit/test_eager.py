@@ -14,6 +14,15 @@ def run(coro_fn):
     return asyncio.run(coro_fn())
 
 
+async def _waiter(future, seen: list):
+    """Waits for `future`, noting what it got, or that it was cancelled."""
+    try:
+        seen.append(await future)
+    except asyncio.CancelledError:
+        seen.append("cancelled")
+        raise
+
+
 def test_a_coroutine_that_never_waits_is_done_before_start_returns():
     ran = []
 
@@ -49,16 +58,9 @@ def test_a_waiting_coroutine_is_resumed_by_its_future_with_the_value_or_the_exce
 def test_cancelling_the_outcome_cancels_the_wait_and_the_coroutine_sees_it():
     seen = []
 
-    async def body(future):
-        try:
-            await future
-        except asyncio.CancelledError:
-            seen.append("cancelled")
-            raise
-
     async def main():
         future = asyncio.get_running_loop().create_future()
-        outcome = eager.start(body(future))
+        outcome = eager.start(_waiter(future, seen))
         outcome.cancel()
         for _ in range(3):
             await asyncio.sleep(0)
@@ -97,16 +99,9 @@ def test_a_cancel_after_its_wait_is_over_is_thrown_in_at_the_resume():
     the coroutine gets CancelledError there, not the result."""
     seen = []
 
-    async def body(future):
-        try:
-            seen.append(await future)
-        except asyncio.CancelledError:
-            seen.append("cancelled")
-            raise
-
     async def main():
         future = asyncio.get_running_loop().create_future()
-        outcome = eager.start(body(future))
+        outcome = eager.start(_waiter(future, seen))
         future.set_result("records")
         assert outcome.cancel() and not outcome.done()  # asked; the coroutine has not ended yet
         for _ in range(3):
